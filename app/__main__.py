@@ -1,0 +1,176 @@
+"""The `frontdesk` command line: every command takes --data-dir and --json; progress goes to
+stderr, results to stdout; exit 0 on success, 2 on bad usage, 1 on failure with a one-line reason."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from app.context import Context
+from app.progress import Progress
+from app.settings import Settings
+from store.errors import FrontdeskError, InvalidInput
+
+COMMANDS: dict[str, Callable[[Context, argparse.Namespace], object]] = {}
+
+
+def command(name: str):
+    def register(fn):
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def emit(args: argparse.Namespace, payload: object, text: str) -> None:
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(payload).decode() + "\n")
+    else:
+        sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+@command("tenant create")
+def tenant_create(ctx: Context, args: argparse.Namespace) -> None:
+    tenant, admin_token = ctx.create_tenant(
+        args.id, args.site, model=args.model, allow_private_network=args.allow_private_network
+    )
+    emit(
+        args,
+        {"id": tenant.id, "widget_key": tenant.widget_key, "admin_token": admin_token},
+        f"created tenant {tenant.id}\nwidget key:  {tenant.widget_key}\n"
+        f"admin token: {admin_token}   (shown once; keep it safe)\n"
+        f"embed: <script src=\"{ctx.settings.base_url}/widget.js\" data-key=\"{tenant.widget_key}\" defer></script>",
+    )
+
+
+@command("tenant list")
+def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
+    rows = []
+    for tenant_id in ctx.registry.ids():
+        try:
+            info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
+        except FrontdeskError as exc:
+            info = {"id": tenant_id, "error": exc.code, "message": exc.message}
+        rows.append(info)
+    text = "\n".join(
+        f"{r['id']}\t{r.get('site', '')}\t{r.get('embedder_id', r.get('error', ''))}" for r in rows
+    ) or "no tenants"
+    emit(args, {"tenants": rows}, text)
+
+
+@command("tenant delete")
+def tenant_delete(ctx: Context, args: argparse.Namespace) -> None:
+    ctx.registry.delete(args.id)
+    emit(args, {"deleted": args.id}, f"deleted tenant {args.id}")
+
+
+@command("index")
+def index_folder(ctx: Context, args: argparse.Namespace) -> None:
+    from ingest.folder import index_folder as run
+
+    tenant = ctx.tenant(args.id)
+    progress = Progress(f"index {args.id}")
+    summary = run(tenant, ctx.tenant_embedder(tenant), Path(args.dir), args.base_url,
+                  on_progress=lambda done, total, url: progress.update(done, total, url))
+    progress.finish()
+    emit(args, summary, " ".join(f"{k}={v}" for k, v in msgspec.to_builtins(summary).items()))
+
+
+@command("search")
+def search_command(ctx: Context, args: argparse.Namespace) -> None:
+    from store.search import Filters
+
+    tenant = ctx.tenant(args.id)
+    filters = Filters(url_prefix=args.url_prefix, kinds=args.kind or None, lang=args.lang)
+    result = ctx.search(tenant, args.query, k=args.k, mode=args.mode, filters=filters, trace=args.trace)
+    lines = []
+    for i, hit in enumerate(result.hits, start=1):
+        path = " > ".join(hit.heading_path)
+        lines.append(f"{i:2}. {hit.score:.4f} sim={hit.similarity:.3f} {hit.url}\n    {hit.title} — {path}\n    "
+                     + hit.text[:200].replace("\n", " "))
+    emit(args, result, "\n".join(lines) or "no results")
+
+
+@command("stats")
+def stats_command(ctx: Context, args: argparse.Namespace) -> None:
+    from store.pages import stats
+
+    tenant = ctx.registry.get(args.id)
+    result = stats(tenant.reader(), file_bytes=tenant.path.stat().st_size)
+    data = msgspec.to_builtins(result)
+    emit(args, data, "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items()))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, default=None,
+                        help="tenant data directory (default $FRONTDESK_DATA_DIR or ./data)")
+    common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+
+    parser = argparse.ArgumentParser(prog="frontdesk", description=__doc__, parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tenant = sub.add_parser("tenant", help="create, list or delete tenants", parents=[common])
+    tenant_sub = tenant.add_subparsers(dest="action", required=True)
+    create = tenant_sub.add_parser("create", parents=[common], help="create a tenant")
+    create.add_argument("id")
+    create.add_argument("--site", required=True, help="the site's base URL")
+    create.add_argument("--model", default=None, help="embedding model id")
+    create.add_argument("--allow-private-network", action="store_true",
+                        help="let the crawler fetch loopback/private addresses (local sites)")
+    tenant_sub.add_parser("list", parents=[common], help="list tenants")
+    delete = tenant_sub.add_parser("delete", parents=[common], help="delete a tenant and its file")
+    delete.add_argument("id")
+
+    index = sub.add_parser("index", parents=[common], help="index a folder of HTML files (no crawling)")
+    index.add_argument("id")
+    index.add_argument("dir")
+    index.add_argument("--base-url", required=True, help="URL the folder is published at")
+
+    search = sub.add_parser("search", parents=[common], help="hybrid search a tenant")
+    search.add_argument("id")
+    search.add_argument("query")
+    search.add_argument("--k", type=int, default=10)
+    search.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default="hybrid")
+    search.add_argument("--lang", default=None)
+    search.add_argument("--kind", action="append", choices=["prose", "fact", "faq", "form", "action"])
+    search.add_argument("--url-prefix", default=None)
+    search.add_argument("--trace", action="store_true", help="include each stage's candidates")
+
+    stats = sub.add_parser("stats", parents=[common], help="pages, chunks and crawl state of a tenant")
+    stats.add_argument("id")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    name = args.command + (f" {args.action}" if getattr(args, "action", None) else "")
+    try:
+        settings = Settings.from_env(data_dir=args.data_dir)
+        ctx = Context(settings)
+        try:
+            COMMANDS[name](ctx, args)
+        finally:
+            ctx.close()
+    except InvalidInput as exc:
+        sys.stderr.write(f"frontdesk: {exc.message}\n")
+        return 2
+    except FrontdeskError as exc:
+        sys.stderr.write(f"frontdesk: {exc.message}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("frontdesk: interrupted\n")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

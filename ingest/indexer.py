@@ -1,0 +1,115 @@
+"""Index one extracted page into a tenant: clean → chunk → embed only new chunks → one transaction."""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from ingest.chunk import Chunk, chunk_document
+from ingest.clean import clean_document
+from ingest.document import Document
+from ingest.embed import Embedder
+from ingest.lang import detect_language
+from store.config import CleanSettings
+from store.pages import (
+    ChunkRow,
+    PageWrite,
+    VectorMissing,
+    WriteStats,
+    missing_hashes,
+    tombstone_page,
+    vector_bytes,
+    write_page,
+)
+from store.tenants import Tenant
+
+
+def document_hash(doc: Document) -> str:
+    """Hash of everything that would be indexed: decides whether a page changed."""
+    payload = msgspec.json.encode([doc.title, doc.description, doc.lang, doc.sections, doc.facts, doc.forms, doc.actions])
+    return hashlib.blake2b(payload, digest_size=16).hexdigest()
+
+
+def _chunk_language(text: str, page_lang: str) -> str:
+    return detect_language(text, default=page_lang)
+
+
+class PageIndexer:
+    """Turns Documents into rows of one tenant, embedding each distinct chunk text once."""
+
+    def __init__(self, tenant: Tenant, embedder: Embedder, clean: CleanSettings | None = None,
+                 *, target_tokens: int = 256, per_chunk_language: bool = True) -> None:
+        self.tenant = tenant
+        self.embedder = embedder
+        self.clean = clean or CleanSettings()
+        self.target_tokens = min(target_tokens, embedder.max_tokens)
+        self.per_chunk_language = per_chunk_language
+
+    def prepare(self, doc: Document) -> tuple[Document, list[Chunk]]:
+        doc = clean_document(doc, self.clean)
+        chunks = chunk_document(
+            doc,
+            self.embedder.count_tokens,
+            target_tokens=self.target_tokens,
+            detect_language=_chunk_language if self.per_chunk_language else None,
+        )
+        return doc, chunks
+
+    def index(self, doc: Document, *, html: bytes | None = None, encoding: str | None = None,
+              etag: str | None = None, last_modified: str | None = None,
+              sitemap_lastmod: str | None = None, http_status: int = 200) -> WriteStats:
+        doc, chunks = self.prepare(doc)
+        missing = missing_hashes(self.tenant.reader(), (c.hash for c in chunks))
+        vectors = self._embed(doc, chunks, missing)
+        page = PageWrite(
+            url=doc.canonical_url or doc.url,
+            fetched_url=doc.url,
+            title=doc.title,
+            description=doc.description,
+            lang=doc.lang,
+            breadcrumbs=doc.breadcrumbs,
+            updated=doc.updated,
+            etag=etag,
+            last_modified=last_modified,
+            sitemap_lastmod=sitemap_lastmod,
+            content_hash=document_hash(doc),
+            http_status=http_status,
+            html=html,
+            encoding=encoding,
+            chunks=[
+                ChunkRow(hash=c.hash, kind=c.kind, lang=c.lang, text=c.text, heading_path=c.heading_path,
+                         position=c.position, uid=c.uid, tokens=c.tokens, vector=vectors.get(c.hash))
+                for c in chunks
+            ],
+            facts=[msgspec.to_builtins(f) for f in doc.facts],
+            forms=[msgspec.to_builtins(f) for f in doc.forms],
+            actions=[msgspec.to_builtins(a) for a in doc.actions],
+        )
+        try:
+            stats = self._write(page)
+        except VectorMissing as exc:
+            # A chunk seen as stored was deleted by another page's write meanwhile: embed it now.
+            vectors.update(self._embed(doc, chunks, exc.hashes))
+            for row in page.chunks:
+                row.vector = vectors.get(row.hash)
+            stats = self._write(page)
+        return stats
+
+    def _embed(self, doc: Document, chunks: list[Chunk], hashes: set[str]) -> dict[str, bytes]:
+        fresh = list({c.hash: c for c in chunks if c.hash in hashes}.values())
+        vectors = self.embedder.embed([c.embedding_text(doc.title) for c in fresh])
+        return {c.hash: vector_bytes(v) for c, v in zip(fresh, vectors, strict=True)}
+
+    def _write(self, page: PageWrite) -> WriteStats:
+        with self.tenant.write() as conn:
+            stats = write_page(conn, page)
+            if stats.changed:
+                self.tenant.bump_generation(conn)
+        return stats
+
+    def remove(self, url: str, reason: str, http_status: int | None = None) -> int:
+        with self.tenant.write() as conn:
+            deleted = tombstone_page(conn, url, reason, http_status)
+            self.tenant.bump_generation(conn)
+        return deleted

@@ -1,0 +1,293 @@
+"""Numbered schema migrations, applied on open and recorded in the file's `meta` table.
+
+Each migration is a function `(conn, dim)` registered in order; `SCHEMA_VERSION` is the
+number of the last one. A file whose version is newer than this code is refused; an older
+one is migrated forward (the caller takes a backup first, see store/tenants.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import apsw
+
+from store.errors import ModelMismatch, SchemaTooNew
+
+Migration = Callable[[apsw.Connection, int], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_initial(conn: apsw.Connection, dim: int) -> None:
+    conn.execute(
+        f"""
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE site_config (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            config TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        );
+
+        CREATE TABLE pages (
+            id INTEGER PRIMARY KEY,
+            url TEXT NOT NULL UNIQUE,            -- canonical URL: the page's identity
+            fetched_url TEXT,
+            title TEXT NOT NULL DEFAULT '',
+            description TEXT NOT NULL DEFAULT '',
+            lang TEXT NOT NULL DEFAULT '',
+            breadcrumbs TEXT NOT NULL DEFAULT '[]',
+            updated TEXT,
+            etag TEXT,
+            last_modified TEXT,
+            sitemap_lastmod TEXT,
+            content_hash TEXT,
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'gone')),
+            http_status INTEGER,
+            gone_reason TEXT,
+            fetched_at REAL,
+            changed_at REAL,
+            removed_at REAL
+        );
+        CREATE INDEX pages_status ON pages(status);
+
+        -- Raw HTML, zlib-compressed, so chunks can be rebuilt without the network.
+        CREATE TABLE page_html (
+            page_id INTEGER PRIMARY KEY REFERENCES pages(id) ON DELETE CASCADE,
+            encoding TEXT,
+            html BLOB NOT NULL
+        );
+
+        -- One row per distinct chunk text; shared by every page it appears on.
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            hash TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL CHECK (kind IN ('prose', 'fact', 'faq', 'form', 'action')),
+            lang TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            heading TEXT NOT NULL DEFAULT '',
+            tokens INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+
+        CREATE TABLE page_chunks (
+            page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            chunk_id INTEGER NOT NULL REFERENCES chunks(id),
+            uid TEXT NOT NULL,
+            heading_path TEXT NOT NULL DEFAULT '[]',
+            PRIMARY KEY (page_id, position)
+        ) WITHOUT ROWID;
+        CREATE INDEX page_chunks_chunk ON page_chunks(chunk_id);
+
+        CREATE VIRTUAL TABLE chunk_vec USING vec0(
+            embedding float[{int(dim)}] distance_metric=cosine,
+            kind text,
+            lang text
+        );
+
+        CREATE VIRTUAL TABLE chunk_fts USING fts5(
+            title, heading, text,
+            content='chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunk_fts(rowid, title, heading, text)
+            VALUES (new.id, new.title, new.heading, new.text);
+        END;
+        CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunk_fts(chunk_fts, rowid, title, heading, text)
+            VALUES ('delete', old.id, old.title, old.heading, old.text);
+            DELETE FROM chunk_vec WHERE rowid = old.id;
+        END;
+        CREATE TRIGGER chunks_au AFTER UPDATE OF title, heading, text ON chunks BEGIN
+            INSERT INTO chunk_fts(chunk_fts, rowid, title, heading, text)
+            VALUES ('delete', old.id, old.title, old.heading, old.text);
+            INSERT INTO chunk_fts(rowid, title, heading, text)
+            VALUES (new.id, new.title, new.heading, new.text);
+        END;
+
+        CREATE TABLE facts (
+            id INTEGER PRIMARY KEY,
+            page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+            type TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            data TEXT NOT NULL
+        );
+        CREATE INDEX facts_page ON facts(page_id);
+
+        CREATE TABLE forms (
+            id INTEGER PRIMARY KEY,
+            page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+            data TEXT NOT NULL
+        );
+        CREATE INDEX forms_page ON forms(page_id);
+
+        CREATE TABLE actions (
+            id INTEGER PRIMARY KEY,
+            page_id INTEGER REFERENCES pages(id) ON DELETE CASCADE,  -- NULL: site-wide manifest
+            name TEXT NOT NULL,
+            label TEXT NOT NULL DEFAULT '',
+            selector TEXT NOT NULL DEFAULT '',
+            url TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL,
+            data TEXT NOT NULL DEFAULT '{{}}'
+        );
+        CREATE INDEX actions_page ON actions(page_id);
+
+        CREATE TABLE sitemap_urls (
+            url TEXT PRIMARY KEY,
+            lastmod TEXT,
+            seen_at REAL NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE crawl_runs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            finished_at REAL,
+            status TEXT NOT NULL DEFAULT 'running',
+            summary TEXT NOT NULL DEFAULT '{{}}'
+        );
+
+        CREATE TABLE crawl_errors (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER REFERENCES crawl_runs(id) ON DELETE CASCADE,
+            url TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            message TEXT NOT NULL DEFAULT '',
+            at REAL NOT NULL
+        );
+        CREATE INDEX crawl_errors_run ON crawl_errors(run_id);
+
+        CREATE TABLE curated (
+            id INTEGER PRIMARY KEY,
+            question TEXT NOT NULL,
+            normalized TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            urls TEXT NOT NULL DEFAULT '[]',
+            lang TEXT NOT NULL DEFAULT '',
+            embedding BLOB,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX curated_normalized ON curated(normalized);
+
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            created_at REAL NOT NULL,
+            last_at REAL NOT NULL,
+            page_url TEXT NOT NULL DEFAULT '',
+            lang TEXT NOT NULL DEFAULT ''
+        );
+
+        CREATE TABLE messages (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            confidence REAL NOT NULL DEFAULT 0,
+            lang TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL DEFAULT '',
+            answered INTEGER NOT NULL DEFAULT 1,
+            latency_ms REAL,
+            ttft_ms REAL,
+            feedback INTEGER,
+            feedback_at REAL,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX messages_conversation ON messages(conversation_id);
+
+        CREATE TABLE citations (
+            message_id TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            url TEXT NOT NULL,
+            title TEXT NOT NULL DEFAULT '',
+            chunk_id INTEGER,
+            score REAL,
+            PRIMARY KEY (message_id, rank)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE gaps (
+            id INTEGER PRIMARY KEY,
+            question TEXT NOT NULL,
+            normalized TEXT NOT NULL,
+            lang TEXT NOT NULL DEFAULT '',
+            count INTEGER NOT NULL DEFAULT 1,
+            best_score REAL,
+            page_url TEXT NOT NULL DEFAULT '',
+            first_at REAL NOT NULL,
+            last_at REAL NOT NULL,
+            embedding BLOB
+        );
+        CREATE UNIQUE INDEX gaps_normalized ON gaps(normalized);
+
+        CREATE TABLE usage (
+            day TEXT NOT NULL,
+            counter TEXT NOT NULL,
+            value INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, counter)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def read_meta(conn: apsw.Connection) -> dict[str, str]:
+    exists = conn.execute("SELECT 1 FROM sqlite_schema WHERE type='table' AND name='meta'").fetchone()
+    if not exists:
+        return {}
+    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+
+
+def set_meta(conn: apsw.Connection, **values: object) -> None:
+    for key, value in values.items():
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, str(value)),
+        )
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return int(read_meta(conn).get("schema_version", "0"))
+
+
+def check_version(conn: apsw.Connection, name: str) -> int:
+    version = schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"tenant {name} was written by a newer frontdesk (schema {version}, this build knows "
+            f"{SCHEMA_VERSION}); upgrade frontdesk to open it"
+        )
+    return version
+
+
+def check_model(conn: apsw.Connection, name: str, embedder_id: str, dim: int) -> None:
+    meta = read_meta(conn)
+    stored = meta.get("embedder_id")
+    if stored and (stored != embedder_id or int(meta.get("embedder_dim", dim)) != dim):
+        raise ModelMismatch(
+            f"tenant {name} was indexed with model {stored} ({meta.get('embedder_dim')}-d), not "
+            f"{embedder_id} ({dim}-d); run `frontdesk reindex {name}` to rebuild its vectors",
+            stored_model=stored,
+            model=embedder_id,
+        )
+
+
+def migrate(conn: apsw.Connection, dim: int) -> int:
+    """Apply every migration after the file's version, each in its own transaction."""
+    version = schema_version(conn)
+    for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+        with conn:
+            step(conn, dim)
+            set_meta(conn, schema_version=number)
+    return SCHEMA_VERSION

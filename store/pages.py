@@ -1,0 +1,287 @@
+"""Pages and their chunks: write a page in one transaction, tombstone a page, read page state.
+
+A chunk row is keyed by its content hash and shared by every page it appears on; the
+`page_chunks` link carries the per-page facts (position, heading path, stable uid). When a page
+changes or goes away, chunks no page links to any more are deleted with their vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Iterable
+
+import apsw
+import msgspec
+import numpy as np
+
+
+class VectorMissing(Exception):
+    """A chunk is new to the file but came without a vector (it was deleted since the check)."""
+
+    def __init__(self, hashes: set[str]) -> None:
+        super().__init__(f"{len(hashes)} new chunk(s) without vectors")
+        self.hashes = hashes
+
+
+class ChunkRow(msgspec.Struct):
+    hash: str
+    kind: str
+    lang: str
+    text: str
+    heading_path: tuple[str, ...]
+    position: int
+    uid: str
+    tokens: int
+    vector: bytes | None = None
+    """float32 bytes; required when the hash is not yet in the file."""
+
+
+class PageWrite(msgspec.Struct, kw_only=True):
+    url: str
+    fetched_url: str = ""
+    title: str = ""
+    description: str = ""
+    lang: str = ""
+    breadcrumbs: list[str] = msgspec.field(default_factory=list)
+    updated: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    sitemap_lastmod: str | None = None
+    content_hash: str = ""
+    http_status: int = 200
+    html: bytes | None = None
+    encoding: str | None = None
+    chunks: list[ChunkRow] = msgspec.field(default_factory=list)
+    facts: list[dict] = msgspec.field(default_factory=list)
+    forms: list[dict] = msgspec.field(default_factory=list)
+    actions: list[dict] = msgspec.field(default_factory=list)
+
+
+class WriteStats(msgspec.Struct):
+    page_id: int
+    changed: bool
+    chunks_added: int
+    chunks_deleted: int
+
+
+class PageState(msgspec.Struct):
+    """What the crawler needs to decide whether and how to re-fetch a page."""
+
+    id: int
+    url: str
+    status: str
+    etag: str | None
+    last_modified: str | None
+    sitemap_lastmod: str | None
+    content_hash: str | None
+
+
+def missing_hashes(conn: apsw.Connection, hashes: Iterable[str]) -> set[str]:
+    """The content hashes not yet stored: only these chunks need embedding."""
+    wanted = list(dict.fromkeys(hashes))
+    if not wanted:
+        return set()
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        batch = wanted[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found.update(r[0] for r in conn.execute(f"SELECT hash FROM chunks WHERE hash IN ({marks})", batch))
+    return set(wanted) - found
+
+
+def _delete_orphans(conn: apsw.Connection, chunk_ids: Iterable[int]) -> int:
+    deleted = 0
+    for chunk_id in set(chunk_ids):
+        linked = conn.execute("SELECT 1 FROM page_chunks WHERE chunk_id = ? LIMIT 1", (chunk_id,)).fetchone()
+        if linked is None:
+            conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))  # trigger drops fts + vec
+            deleted += 1
+    return deleted
+
+
+def _upsert_page(conn: apsw.Connection, page: PageWrite, now: float) -> tuple[int, bool]:
+    row = conn.execute("SELECT id, content_hash, status FROM pages WHERE url = ?", (page.url,)).fetchone()
+    fields = dict(
+        url=page.url,
+        fetched_url=page.fetched_url or page.url,
+        title=page.title,
+        description=page.description,
+        lang=page.lang,
+        breadcrumbs=json.dumps(page.breadcrumbs, ensure_ascii=False),
+        updated=page.updated,
+        etag=page.etag,
+        last_modified=page.last_modified,
+        sitemap_lastmod=page.sitemap_lastmod,
+        content_hash=page.content_hash,
+        http_status=page.http_status,
+        fetched_at=now,
+    )
+    if row is None:
+        fields["changed_at"] = now
+        names = ", ".join(fields)
+        marks = ", ".join(f":{n}" for n in fields)
+        conn.execute(f"INSERT INTO pages({names}) VALUES ({marks})", fields)
+        return conn.last_insert_rowid(), True
+    page_id, old_hash, status = row
+    changed = old_hash != page.content_hash or status != "active"
+    assignments = ", ".join(f"{n} = :{n}" for n in fields)
+    conn.execute(
+        f"UPDATE pages SET {assignments}, status = 'active', gone_reason = NULL, removed_at = NULL"
+        + (", changed_at = :now" if changed else "")
+        + " WHERE id = :id",
+        {**fields, "id": page_id, "now": now},
+    )
+    return page_id, changed
+
+
+def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
+    """Write one page with its chunks, facts, forms and actions. Call inside a transaction."""
+    now = time.time()
+    without_vector = {c.hash for c in page.chunks if c.vector is None}
+    if without_vector:
+        lacking = without_vector & missing_hashes(conn, without_vector)
+        if lacking:
+            raise VectorMissing(lacking)
+    page_id, changed = _upsert_page(conn, page, now)
+    old_ids = [r[0] for r in conn.execute("SELECT chunk_id FROM page_chunks WHERE page_id = ?", (page_id,))]
+    conn.execute("DELETE FROM page_chunks WHERE page_id = ?", (page_id,))
+    added = 0
+    new_ids: list[int] = []
+    for chunk in page.chunks:
+        row = conn.execute("SELECT id FROM chunks WHERE hash = ?", (chunk.hash,)).fetchone()
+        if row is None:
+            conn.execute(
+                "INSERT INTO chunks(hash, kind, lang, text, title, heading, tokens, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (chunk.hash, chunk.kind, chunk.lang, chunk.text, page.title,
+                 " > ".join(chunk.heading_path), chunk.tokens, now),
+            )
+            chunk_id = conn.last_insert_rowid()
+            conn.execute(
+                "INSERT INTO chunk_vec(rowid, embedding, kind, lang) VALUES (?, ?, ?, ?)",
+                (chunk_id, chunk.vector, chunk.kind, chunk.lang),
+            )
+            added += 1
+        else:
+            chunk_id = row[0]
+        new_ids.append(chunk_id)
+        conn.execute(
+            "INSERT OR REPLACE INTO page_chunks(page_id, position, chunk_id, uid, heading_path) VALUES (?, ?, ?, ?, ?)",
+            (page_id, chunk.position, chunk_id, chunk.uid, json.dumps(list(chunk.heading_path), ensure_ascii=False)),
+        )
+    deleted = _delete_orphans(conn, set(old_ids) - set(new_ids))
+
+    conn.execute("DELETE FROM facts WHERE page_id = ?", (page_id,))
+    for fact in page.facts:
+        conn.execute(
+            "INSERT INTO facts(page_id, type, kind, text, data) VALUES (?, ?, ?, ?, ?)",
+            (page_id, fact.get("type", ""), fact.get("kind", "fact"), fact.get("text", ""),
+             json.dumps(fact.get("data", {}), ensure_ascii=False, default=str)),
+        )
+    conn.execute("DELETE FROM forms WHERE page_id = ?", (page_id,))
+    for form in page.forms:
+        conn.execute("INSERT INTO forms(page_id, data) VALUES (?, ?)", (page_id, json.dumps(form, ensure_ascii=False)))
+    conn.execute("DELETE FROM actions WHERE page_id = ?", (page_id,))
+    for action in page.actions:
+        conn.execute(
+            "INSERT INTO actions(page_id, name, label, selector, url, source, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (page_id, action.get("name", ""), action.get("label", ""), action.get("selector", ""),
+             action.get("url", ""), action.get("source", "data-action"), json.dumps(action, ensure_ascii=False)),
+        )
+    if page.html is not None:
+        conn.execute(
+            "INSERT INTO page_html(page_id, encoding, html) VALUES (?, ?, ?) "
+            "ON CONFLICT(page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html",
+            (page_id, page.encoding, zlib.compress(page.html, 6)),
+        )
+    return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added, chunks_deleted=deleted)
+
+
+def tombstone_page(conn: apsw.Connection, url: str, reason: str, http_status: int | None = None) -> int:
+    """Remove a page from search (status 'gone'); delete the chunks only it had. Returns chunks deleted."""
+    row = conn.execute("SELECT id FROM pages WHERE url = ? AND status = 'active'", (url,)).fetchone()
+    if row is None:
+        return 0
+    page_id = row[0]
+    old_ids = [r[0] for r in conn.execute("SELECT chunk_id FROM page_chunks WHERE page_id = ?", (page_id,))]
+    conn.execute("DELETE FROM page_chunks WHERE page_id = ?", (page_id,))
+    for table in ("facts", "forms", "actions", "page_html"):
+        conn.execute(f"DELETE FROM {table} WHERE page_id = ?", (page_id,))
+    conn.execute(
+        "UPDATE pages SET status = 'gone', gone_reason = ?, http_status = COALESCE(?, http_status), "
+        "removed_at = ?, etag = NULL, last_modified = NULL, sitemap_lastmod = NULL, content_hash = NULL WHERE id = ?",
+        (reason, http_status, time.time(), page_id),
+    )
+    return _delete_orphans(conn, old_ids)
+
+
+def mark_fetched(conn: apsw.Connection, url: str, *, etag: str | None, last_modified: str | None,
+                 sitemap_lastmod: str | None) -> None:
+    """A 304 or an unchanged body: refresh the validators and fetch time, nothing else."""
+    conn.execute(
+        "UPDATE pages SET etag = COALESCE(?, etag), last_modified = COALESCE(?, last_modified), "
+        "sitemap_lastmod = COALESCE(?, sitemap_lastmod), fetched_at = ? WHERE url = ?",
+        (etag, last_modified, sitemap_lastmod, time.time(), url),
+    )
+
+
+def page_states(conn: apsw.Connection) -> dict[str, PageState]:
+    rows = conn.execute(
+        "SELECT id, url, status, etag, last_modified, sitemap_lastmod, content_hash FROM pages"
+    ).fetchall()
+    return {r[1]: PageState(*r) for r in rows}
+
+
+def page_html(conn: apsw.Connection, page_id: int) -> tuple[bytes, str | None] | None:
+    row = conn.execute("SELECT html, encoding FROM page_html WHERE page_id = ?", (page_id,)).fetchone()
+    return (zlib.decompress(row[0]), row[1]) if row else None
+
+
+def vector_bytes(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+class Stats(msgspec.Struct):
+    pages: int
+    pages_gone: int
+    chunks: int
+    chunk_links: int
+    facts: int
+    forms: int
+    actions: int
+    by_kind: dict[str, int]
+    by_lang: dict[str, int]
+    file_bytes: int
+    last_crawl: dict | None
+    sitemap_urls: int
+    sitemap_covered: int
+
+
+def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
+    one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    last = conn.execute(
+        "SELECT id, kind, started_at, finished_at, status, summary FROM crawl_runs ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return Stats(
+        pages=one("SELECT count(*) FROM pages WHERE status = 'active'"),
+        pages_gone=one("SELECT count(*) FROM pages WHERE status = 'gone'"),
+        chunks=one("SELECT count(*) FROM chunks"),
+        chunk_links=one("SELECT count(*) FROM page_chunks"),
+        facts=one("SELECT count(*) FROM facts"),
+        forms=one("SELECT count(*) FROM forms"),
+        actions=one("SELECT count(*) FROM actions"),
+        by_kind=dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind").fetchall()),
+        by_lang=dict(conn.execute("SELECT lang, count(*) FROM chunks GROUP BY lang").fetchall()),
+        file_bytes=file_bytes,
+        last_crawl=(
+            {"id": last[0], "kind": last[1], "started_at": last[2], "finished_at": last[3],
+             "status": last[4], "summary": json.loads(last[5])}
+            if last else None
+        ),
+        sitemap_urls=one("SELECT count(*) FROM sitemap_urls"),
+        sitemap_covered=one(
+            "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
+        ),
+    )

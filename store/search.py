@@ -1,0 +1,306 @@
+"""Hybrid search over one tenant file: vec0 kNN (cosine) + FTS5 bm25, fused by weighted RRF.
+
+The visitor's text never reaches FTS5 as syntax: it is cut into word tokens, each one quoted,
+and the quoted terms are OR-ed. Filters (URL prefix, kinds, language) apply on both sides.
+Every call can return a trace of each stage (candidates, scores, timings) for debugging.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Literal
+
+import apsw
+import msgspec
+import numpy as np
+
+from store.connect import time_limit
+from store.errors import InvalidQuery
+
+Mode = Literal["hybrid", "bm25", "dense"]
+MODES = ("hybrid", "bm25", "dense")
+
+#: Longest query text searched; longer input is cut (not refused) — a pasted page is still a query.
+MAX_QUERY_CHARS = 2000
+MAX_FTS_TERMS = 32
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+# Function words in the languages frontdesk sites are written in. Dropping them from the FTS
+# query keeps nDCG and makes bm25 ~3x faster (SPEC section 5).
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers him his how i if in into is it its itself just me more most my
+    no nor not now of off on once only or other our ours out over own same she should so some such
+    than that the their theirs them then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    el la los las un una unos unas y o de del al en con por para es son que se su sus lo como
+    más mas pero sin sobre este esta estos estas ese esa mi tu qué cómo cuál dónde cuándo
+    der die das den dem des ein eine einer eines einem einen und oder ist sind zu mit von im
+    auf für fur nicht auch als an bei wie was wer wo wann ich du er sie es wir ihr mein dein
+    le les des du et ou est sont dans pour pas sur au aux ce cette ces qui quoi je tu il nous vous""".split()
+)
+
+
+class Filters(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    url_prefix: str | None = None
+    kinds: list[str] | None = None
+    lang: str | None = None
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    chunk_id: int
+    score: float
+    """Fused score (RRF, plus boosts); comparable only within one search."""
+    similarity: float
+    """Cosine similarity of query and chunk vectors, 0..1-ish: an absolute confidence signal."""
+    text: str
+    kind: str
+    lang: str
+    url: str
+    title: str
+    heading_path: list[str]
+    dense_rank: int | None = None
+    bm25_rank: int | None = None
+    bm25: float | None = None
+
+
+class Trace(msgspec.Struct, kw_only=True):
+    mode: str
+    fts_query: str
+    dense: list[tuple[int, float]]
+    """(chunk id, cosine distance) in rank order."""
+    bm25: list[tuple[int, float]]
+    """(chunk id, bm25 score; lower is better in SQLite) in rank order."""
+    fused: list[tuple[int, float]]
+    timings_ms: dict[str, float]
+
+
+class SearchResult(msgspec.Struct):
+    hits: list[Hit]
+    trace: Trace | None = None
+
+
+class FusionParams(msgspec.Struct, frozen=True, kw_only=True):
+    rrf_k: float = 20.0
+    bm25_weight: float = 0.6
+    dense_weight: float = 0.4
+    candidates: int = 50
+    title_weight: float = 3.0
+    heading_weight: float = 1.5
+
+
+DEFAULT_FUSION = FusionParams()
+
+
+def fts_terms(text: str) -> list[str]:
+    """Word tokens of a visitor's text, stopwords dropped (unless nothing else is left)."""
+    words = [w.lower() for w in _TOKEN.findall(text[:MAX_QUERY_CHARS])]
+    words = [w.replace("_", " ").strip() for w in words]
+    words = [w for w in words if w]
+    content = [w for w in words if w not in STOPWORDS]
+    return list(dict.fromkeys(content or words))[:MAX_FTS_TERMS]
+
+
+def fts_query(text: str) -> str:
+    """A safe FTS5 MATCH expression: every term a quoted string, OR-ed. '' if nothing to match."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in fts_terms(text))
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    return prefix, prefix + "\U0010ffff"
+
+
+def _filter_sql(filters: Filters | None, chunk_col: str) -> tuple[str, list]:
+    if filters is None:
+        return "", []
+    sql, args = [], []
+    if filters.kinds:
+        sql.append(f"{chunk_col} IN (SELECT id FROM chunks WHERE kind IN ({','.join('?' * len(filters.kinds))}))")
+        args += list(filters.kinds)
+    if filters.lang:
+        sql.append(f"{chunk_col} IN (SELECT id FROM chunks WHERE lang = ?)")
+        args.append(filters.lang)
+    if filters.url_prefix:
+        low, high = _prefix_range(filters.url_prefix)
+        sql.append(
+            f"{chunk_col} IN (SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
+            "WHERE p.url >= ? AND p.url < ? AND p.status = 'active')"
+        )
+        args += [low, high]
+    return (" AND " + " AND ".join(sql)) if sql else "", args
+
+
+def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filters | None,
+                    params: FusionParams = DEFAULT_FUSION) -> tuple[str, list[tuple[int, float]]]:
+    query = fts_query(text)
+    if not query:
+        return query, []
+    where, args = _filter_sql(filters, "chunk_fts.rowid")
+    rows = conn.execute(
+        f"SELECT rowid, bm25(chunk_fts, ?, ?, 1.0) AS score FROM chunk_fts "
+        f"WHERE chunk_fts MATCH ?{where} ORDER BY score LIMIT ?",
+        [params.title_weight, params.heading_weight, query, *args, limit],
+    ).fetchall()
+    return query, [(int(r), float(s)) for r, s in rows]
+
+
+def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
+                     filters: Filters | None) -> list[tuple[int, float]]:
+    blob = np.asarray(vector, dtype=np.float32).tobytes()
+    sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"
+    args: list = [blob, limit]
+    if filters is not None:
+        # kind and lang are vec0 metadata columns: filtered inside the kNN scan itself.
+        if filters.kinds:
+            sql += f" AND kind IN ({','.join('?' * len(filters.kinds))})"
+            args += list(filters.kinds)
+        if filters.lang:
+            sql += " AND lang = ?"
+            args.append(filters.lang)
+        if filters.url_prefix:
+            low, high = _prefix_range(filters.url_prefix)
+            sql += (" AND rowid IN (SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
+                    "WHERE p.url >= ? AND p.url < ? AND p.status = 'active')")
+            args += [low, high]
+    return [(int(r), float(d)) for r, d in conn.execute(sql, args).fetchall()]
+
+
+def fuse(dense: list[tuple[int, float]], bm25: list[tuple[int, float]], params: FusionParams,
+         mode: Mode) -> dict[int, float]:
+    """Weighted reciprocal rank fusion: score = sum of weight / (k + rank) over the sides."""
+    scores: dict[int, float] = {}
+    sides = []
+    if mode in ("hybrid", "dense"):
+        sides.append((dense, params.dense_weight if mode == "hybrid" else 1.0))
+    if mode in ("hybrid", "bm25"):
+        sides.append((bm25, params.bm25_weight if mode == "hybrid" else 1.0))
+    for candidates, weight in sides:
+        for rank, (chunk_id, _) in enumerate(candidates, start=1):
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (params.rrf_k + rank)
+    return scores
+
+
+def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None,
+                    url_prefix: str | None) -> tuple[str, str, list[str]] | None:
+    low, high = _prefix_range(url_prefix or "")
+    row = conn.execute(
+        "SELECT p.url, p.title, pc.heading_path FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
+        "WHERE pc.chunk_id = ? AND p.status = 'active' AND p.url >= ? AND p.url < ? "
+        "ORDER BY (p.url = ?) DESC, p.id LIMIT 1",
+        (chunk_id, low, high, prefer_url or ""),
+    ).fetchone()
+    if row is None:
+        return None
+    return row[0], row[1], json.loads(row[2])
+
+
+def _cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
+    if not chunk_ids:
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    rows = conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({marks})", chunk_ids).fetchall()
+    query = np.asarray(vector, dtype=np.float32)
+    return {int(r): float(np.frombuffer(blob, dtype=np.float32) @ query) for r, blob in rows}
+
+
+def search(
+    conn: apsw.Connection,
+    text: str,
+    vector: np.ndarray | None,
+    *,
+    k: int = 10,
+    mode: Mode = "hybrid",
+    filters: Filters | None = None,
+    params: FusionParams = DEFAULT_FUSION,
+    boost_url: str | None = None,
+    boost: float = 0.0,
+    prefer_lang: str | None = None,
+    lang_boost: float = 0.0,
+    trace: bool = False,
+    time_limit_s: float = 2.0,
+) -> SearchResult:
+    """Search one tenant. `vector` is the query embedding (required unless mode is bm25)."""
+    if mode not in MODES:
+        raise InvalidQuery(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if k < 1 or k > 1000:
+        raise InvalidQuery("k must be between 1 and 1000")
+    if not isinstance(text, str):
+        raise InvalidQuery("the query must be text")
+    text = text[:MAX_QUERY_CHARS]
+    if mode != "bm25" and vector is None:
+        raise InvalidQuery(f"{mode} search needs a query vector")
+    timings: dict[str, float] = {}
+    limit = max(params.candidates, k)
+    with time_limit(conn, time_limit_s):
+        started = time.perf_counter()
+        dense: list[tuple[int, float]] = []
+        if mode != "bm25":
+            dense = dense_candidates(conn, vector, limit, filters)  # type: ignore[arg-type]
+        timings["dense"] = (time.perf_counter() - started) * 1000
+        started = time.perf_counter()
+        query, lexical = ("", [])
+        if mode != "dense":
+            query, lexical = bm25_candidates(conn, text, limit, filters, params)
+        timings["bm25"] = (time.perf_counter() - started) * 1000
+
+        started = time.perf_counter()
+        fused = fuse(dense, lexical, params, mode)
+        if boost and boost_url:
+            on_page = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id WHERE p.url = ?",
+                    (boost_url,),
+                )
+            }
+            top = max(fused.values(), default=0.0)
+            for chunk_id in fused.keys() & on_page:
+                fused[chunk_id] += boost * top
+        ranked = sorted(fused.items(), key=lambda item: -item[1])
+        dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
+        bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
+        bm25_score = dict(lexical)
+
+        window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
+        ids = [cid for cid, _ in window]
+        rows = {}
+        if ids:
+            marks = ",".join("?" * len(ids))
+            for cid, chunk_text, kind, lang in conn.execute(
+                f"SELECT id, text, kind, lang FROM chunks WHERE id IN ({marks})", ids
+            ):
+                rows[cid] = (chunk_text, kind, lang)
+        similarity = (
+            {cid: 1.0 - dist for cid, dist in dense}
+            if vector is None
+            else _cosine_similarities(conn, vector, ids)
+        )
+        hits: list[Hit] = []
+        for cid, score in window:
+            if cid not in rows:
+                continue
+            page = _page_for_chunk(conn, cid, boost_url, filters.url_prefix if filters else None)
+            if page is None:
+                continue
+            chunk_text, kind, lang = rows[cid]
+            if prefer_lang and lang_boost and lang == prefer_lang:
+                score += lang_boost * (ranked[0][1] if ranked else 0.0)
+            hits.append(
+                Hit(
+                    chunk_id=cid, score=score, similarity=similarity.get(cid, 0.0), text=chunk_text,
+                    kind=kind, lang=lang, url=page[0], title=page[1], heading_path=page[2],
+                    dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
+                )
+            )
+        hits.sort(key=lambda h: -h.score)
+        hits = hits[:k]
+        timings["fuse"] = (time.perf_counter() - started) * 1000
+    result_trace = None
+    if trace:
+        result_trace = Trace(mode=mode, fts_query=query, dense=dense, bm25=lexical,
+                             fused=ranked[: max(k, 20)], timings_ms=timings)
+    return SearchResult(hits=hits, trace=result_trace)

@@ -1,0 +1,53 @@
+"""Shared test fixtures: paths to ../shared/fixtures, a temp data dir, the real embedders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.context import Context
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+SITES = FIXTURES / "sites"
+PYPUG = SITES / "pypug"
+FASTAPI = SITES / "fastapi"
+PYPUG_ORIGIN = "http://127.0.0.1:8766"
+FASTAPI_ORIGIN = "http://127.0.0.1:8765"
+
+# One model cache for the whole test session: the int8 copy is made once (~3 s).
+_MODEL_CACHE = Path.home() / ".cache" / "frontdesk-tests"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    (path / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
+    _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def ctx(data_dir: Path):
+    context = Context(Settings(data_dir=data_dir))
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def pypug_ctx(tmp_path_factory):
+    """A tenant indexed from the pypug fixture folder, shared by the read-only tests."""
+    from ingest.folder import index_folder
+
+    data = tmp_path_factory.mktemp("pypug") / "data"
+    data.mkdir()
+    _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
+    (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
+    context = Context(Settings(data_dir=data))
+    tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
+    index_folder(tenant, context.tenant_embedder(tenant), PYPUG, PYPUG_ORIGIN + "/")
+    yield context
+    context.close()
