@@ -107,6 +107,79 @@ def stats_command(ctx: Context, args: argparse.Namespace) -> None:
     emit(args, data, "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items()))
 
 
+@command("ask")
+def ask_command(ctx: Context, args: argparse.Namespace) -> None:
+    import asyncio
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.events import ChatRequest, PageContext
+    from app.metrics import Metrics
+    from app.providers import make_provider
+
+    tenant = ctx.tenant(args.id)
+    settings = ctx.settings
+    provider = make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
+    answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
+    page = PageContext(url=args.page_url) if args.page_url else None
+    request = ChatRequest(key=tenant.widget_key, question=args.question, page=page)
+    result: dict = {"answer": "", "citations": [], "actions": []}
+
+    async def run() -> None:
+        from app.answer import check_question
+
+        request.question = check_question(request.question, settings.max_question_chars)
+        async for event in answerer.stream(tenant, request):
+            data = msgspec.to_builtins(event)
+            name = type(event).__name__
+            if name == "TokenEvent":
+                result["answer"] += event.text
+                if not args.json:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+            elif name == "MetaEvent":
+                result.update(confidence=data["confidence"], lang=data["lang"], answered=data["answered"],
+                              source=data["source"], conversation_id=data["conversation_id"])
+            elif name == "CitationsEvent":
+                result["citations"] = data["citations"]
+            elif name == "ActionsEvent":
+                result["actions"] = data["actions"]
+            elif name == "DoneEvent":
+                result.update(message_id=data["message_id"], latency_ms=data["latency_ms"], ttft_ms=data["ttft_ms"])
+        await answerer.drain()
+        await provider.aclose()
+
+    asyncio.run(run())
+    if args.json:
+        emit(args, result, "")
+    else:
+        lines = [""] + [f"[{i}] {c['title']} — {c['url']}" for i, c in enumerate(result["citations"], start=1)]
+        lines.append(f"(confidence {result.get('confidence', 0):.2f}, {result.get('source')}, {result.get('latency_ms')} ms)")
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+@command("serve")
+def serve_command(ctx: Context, args: argparse.Namespace) -> None:
+    serve(ctx.settings, host=args.host, port=args.port)
+
+
+def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
+    """Run the app under granian in this process's foreground until interrupted."""
+    import os
+
+    from granian import Granian
+    from granian.constants import Interfaces
+
+    host = host or settings.host
+    port = port or settings.port
+    os.environ["FRONTDESK_DATA_DIR"] = str(Path(settings.data_dir).resolve())
+    os.environ["FRONTDESK_HOST"] = host
+    os.environ["FRONTDESK_PORT"] = str(port)
+    sys.stderr.write(f"frontdesk: serving on http://{host}:{port} (data in {settings.data_dir})\n")
+    Granian("app.asgi:app_from_env", factory=True, address=host, port=port, interface=Interfaces.ASGI,
+            workers=1, log_access=False).serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, default=None,
@@ -142,6 +215,15 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--kind", action="append", choices=["prose", "fact", "faq", "form", "action"])
     search.add_argument("--url-prefix", default=None)
     search.add_argument("--trace", action="store_true", help="include each stage's candidates")
+
+    ask = sub.add_parser("ask", parents=[common], help="ask a tenant a question (the full answer pipeline)")
+    ask.add_argument("id")
+    ask.add_argument("question")
+    ask.add_argument("--page-url", default=None, help="answer as if asked on this page")
+
+    serve_parser = sub.add_parser("serve", parents=[common], help="run the HTTP server (granian)")
+    serve_parser.add_argument("--host", default=None)
+    serve_parser.add_argument("--port", type=int, default=None)
 
     stats = sub.add_parser("stats", parents=[common], help="pages, chunks and crawl state of a tenant")
     stats.add_argument("id")

@@ -16,7 +16,7 @@ from store.errors import InvalidConfig
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    data_dir: Path = Path("./data")
+    data_dir: str = "./data"
     """Where tenant files (`tenants/<id>.db`) and the model cache live."""
     host: str = "127.0.0.1"
     """Interface `frontdesk serve` binds to."""
@@ -67,7 +67,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raw = env.get(f"FRONTDESK_{name.upper()}")
             if raw is not None and raw != "":
                 values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        values.update({k: str(v) if isinstance(v, Path) else v for k, v in overrides.items() if v is not None})
         try:
             return msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:

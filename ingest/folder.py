@@ -51,8 +51,13 @@ def html_files(root: Path) -> list[Path]:
     return files
 
 
-def index_folder(tenant: Tenant, embedder: Embedder, root: Path, base_url: str,
-                 on_progress: Callable[[int, int, str], None] | None = None) -> FolderSummary:
+def index_folder(
+    tenant: Tenant,
+    embedder: Embedder,
+    root: Path,
+    base_url: str,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> FolderSummary:
     import time
 
     started = time.perf_counter()
@@ -66,7 +71,9 @@ def index_folder(tenant: Tenant, embedder: Embedder, root: Path, base_url: str,
         url = urljoin(base, rel)
         html = path.read_bytes()
         doc = extract(html, url)
-        if not doc.canonical_url.startswith(base):  # a canonical off the base URL is not this copy's identity
+        if not doc.canonical_url.startswith(
+            base
+        ):  # a canonical off the base URL is not this copy's identity
             doc.canonical_url = url
         if doc.noindex:
             skipped += 1
@@ -77,5 +84,11 @@ def index_folder(tenant: Tenant, embedder: Embedder, root: Path, base_url: str,
             deleted += stats.chunks_deleted
         if on_progress:
             on_progress(number, len(files), url)
-    return FolderSummary(files=len(files), indexed=indexed, skipped=skipped, chunks_embedded=embedded,
-                         chunks_deleted=deleted, seconds=round(time.perf_counter() - started, 3))
+    return FolderSummary(
+        files=len(files),
+        indexed=indexed,
+        skipped=skipped,
+        chunks_embedded=embedded,
+        chunks_deleted=deleted,
+        seconds=round(time.perf_counter() - started, 3),
+    )

@@ -27,38 +27,49 @@ from store.tenants import Tenant
 
 def document_hash(doc: Document) -> str:
     """Hash of everything that would be indexed: decides whether a page changed."""
-    payload = msgspec.json.encode([doc.title, doc.description, doc.lang, doc.sections, doc.facts, doc.forms, doc.actions])
+    payload = msgspec.json.encode(
+        [doc.title, doc.description, doc.lang, doc.sections, doc.facts, doc.forms, doc.actions]
+    )
     return hashlib.blake2b(payload, digest_size=16).hexdigest()
 
 
-def _chunk_language(text: str, page_lang: str) -> str:
-    return detect_language(text, default=page_lang)
+def content_language(doc: Document) -> str:
+    """The language the page's text is actually in. `<html lang>` is trusted unless the text says
+    otherwise beyond doubt (untranslated pages of a translated site); detection runs once per
+    page, on a sample: langdetect costs ~10 ms a call and misreads short or code-heavy passages."""
+    sample = " ".join(s.text for s in doc.sections)[:1500]
+    if not doc.lang:
+        return detect_language(sample, default="", min_words=6, min_prob=0.9)
+    return detect_language(sample, default=doc.lang, min_words=15, min_prob=0.97)
 
 
 class PageIndexer:
     """Turns Documents into rows of one tenant, embedding each distinct chunk text once."""
 
     def __init__(self, tenant: Tenant, embedder: Embedder, clean: CleanSettings | None = None,
-                 *, target_tokens: int = 256, per_chunk_language: bool = True) -> None:
+                 *, target_tokens: int = 256) -> None:
         self.tenant = tenant
         self.embedder = embedder
         self.clean = clean or CleanSettings()
         self.target_tokens = min(target_tokens, embedder.max_tokens)
-        self.per_chunk_language = per_chunk_language
 
     def prepare(self, doc: Document) -> tuple[Document, list[Chunk]]:
         doc = clean_document(doc, self.clean)
-        chunks = chunk_document(
-            doc,
-            self.embedder.count_tokens,
-            target_tokens=self.target_tokens,
-            detect_language=_chunk_language if self.per_chunk_language else None,
-        )
+        doc.lang = content_language(doc)
+        chunks = chunk_document(doc, self.embedder.count_tokens, target_tokens=self.target_tokens)
         return doc, chunks
 
-    def index(self, doc: Document, *, html: bytes | None = None, encoding: str | None = None,
-              etag: str | None = None, last_modified: str | None = None,
-              sitemap_lastmod: str | None = None, http_status: int = 200) -> WriteStats:
+    def index(
+        self,
+        doc: Document,
+        *,
+        html: bytes | None = None,
+        encoding: str | None = None,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        sitemap_lastmod: str | None = None,
+        http_status: int = 200,
+    ) -> WriteStats:
         doc, chunks = self.prepare(doc)
         missing = missing_hashes(self.tenant.reader(), (c.hash for c in chunks))
         vectors = self._embed(doc, chunks, missing)
@@ -78,8 +89,17 @@ class PageIndexer:
             html=html,
             encoding=encoding,
             chunks=[
-                ChunkRow(hash=c.hash, kind=c.kind, lang=c.lang, text=c.text, heading_path=c.heading_path,
-                         position=c.position, uid=c.uid, tokens=c.tokens, vector=vectors.get(c.hash))
+                ChunkRow(
+                    hash=c.hash,
+                    kind=c.kind,
+                    lang=c.lang,
+                    text=c.text,
+                    heading_path=c.heading_path,
+                    position=c.position,
+                    uid=c.uid,
+                    tokens=c.tokens,
+                    vector=vectors.get(c.hash),
+                )
                 for c in chunks
             ],
             facts=[msgspec.to_builtins(f) for f in doc.facts],

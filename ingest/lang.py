@@ -29,7 +29,9 @@ def primary_subtag(tag: str | None) -> str:
     return head if re.fullmatch(r"[a-z]{2,3}", head) else ""
 
 
-def detect_language(text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80) -> str:
+def detect_language(
+    text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80
+) -> str:
     """The ISO 639-1 code of `text`, or `default` when the text is too short or ambiguous."""
     if len(_WORD.findall(text[:2000])) < min_words:
         return default

@@ -7,6 +7,7 @@ CLI into a one-line reason and exit code 1. ``code`` is stable: clients may depe
     FrontdeskError
     ├── InvalidInput            400 invalid_input      (bad ids, bad queries, bad config)
     │   ├── InvalidTenantId     400 invalid_tenant_id
+    │   ├── EmptyQuestion       400 empty_question
     │   ├── InvalidConfig       400 invalid_config     (names the field)
     │   └── InvalidQuery        400 invalid_query
     ├── NotFound                404 not_found
@@ -18,6 +19,7 @@ CLI into a one-line reason and exit code 1. ``code`` is stable: clients may depe
     ├── Forbidden               403 forbidden
     ├── RateLimited             429 rate_limited       (carries retry_after seconds)
     ├── PayloadTooLarge         413 payload_too_large
+    │   └── QuestionTooLong     413 question_too_long
     ├── StoreError              500 store_error
     │   ├── NotADatabase        500 not_a_database     (corrupt / foreign file, left untouched)
     │   ├── SchemaTooNew        500 schema_too_new
@@ -50,6 +52,10 @@ class InvalidInput(FrontdeskError):
 
 class InvalidTenantId(InvalidInput):
     code = "invalid_tenant_id"
+
+
+class EmptyQuestion(InvalidInput):
+    code = "empty_question"
 
 
 class InvalidConfig(InvalidInput):
@@ -98,6 +104,10 @@ class RateLimited(FrontdeskError):
 
 class PayloadTooLarge(FrontdeskError):
     status, code = 413, "payload_too_large"
+
+
+class QuestionTooLong(PayloadTooLarge):
+    code = "question_too_long"
 
 
 class StoreError(FrontdeskError):

@@ -32,7 +32,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ctx(data_dir: Path):
-    context = Context(Settings(data_dir=data_dir))
+    context = Context(Settings(data_dir=str(data_dir)))
     yield context
     context.close()
 
@@ -46,7 +46,7 @@ def pypug_ctx(tmp_path_factory):
     data.mkdir()
     _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
     (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
-    context = Context(Settings(data_dir=data))
+    context = Context(Settings(data_dir=str(data)))
     tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
     index_folder(tenant, context.tenant_embedder(tenant), PYPUG, PYPUG_ORIGIN + "/")
     yield context

@@ -1,0 +1,147 @@
+"""The app factory: `create_app(settings)` builds the Litestar app; its lifespan opens the embedder,
+the tenant registry, the provider and the scheduler once, and closes them (checkpointing every
+tenant's WAL) on shutdown. `app` at module level serves granian: `granian --interface asgi app.asgi:app`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import anyio
+from litestar import Litestar, Request
+from litestar.datastructures import State
+from litestar.openapi import OpenAPIConfig
+from litestar.types import ASGIApp, Receive, Scope, Send
+
+from app.answer import Answerer
+from app.cache import AnswerCache
+from app.context import Context
+from app.errors import EXCEPTION_HANDLERS
+from app.metrics import Metrics
+from app.providers import make_provider
+from app.ratelimit import RateLimits
+from app.routes import ops, widget
+from app.settings import Settings
+
+log = logging.getLogger("frontdesk.http")
+
+
+def _request_log_middleware(app: ASGIApp) -> ASGIApp:
+    """One JSON log line and one latency observation per request, with a trace id."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        trace_id = uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})["trace_id"] = trace_id
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_with_trace(message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-trace-id", trace_id.encode())]
+            await send(message)
+
+        try:
+            await app(scope, receive, send_with_trace)
+        finally:
+            seconds = time.perf_counter() - started
+            litestar_app = scope.get("app")
+            route = scope.get("path_template") or scope.get("path", "")
+            metrics = getattr(getattr(litestar_app, "state", None), "metrics", None)
+            if metrics is not None:
+                metrics.requests.inc(route=route, status=str(status[0]))
+                metrics.request_seconds.observe(seconds, route=route)
+            log.info("request", extra={"trace_id": trace_id, "method": scope.get("method"),
+                                       "path": scope.get("path"), "status": status[0],
+                                       "ms": round(seconds * 1000, 2)})
+
+    return middleware
+
+
+def create_app(settings: Settings | None = None, *, ctx: Context | None = None) -> Litestar:
+    settings = settings or Settings.from_env()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        state = app.state
+        own_ctx = ctx is None
+        state.ctx = ctx or Context(settings)
+        state.settings = settings
+        state.metrics = Metrics()
+        state.cache = AnswerCache(settings.cache_entries, settings.cache_ttl)
+        state.ratelimits = RateLimits(settings.rate_per_ip, settings.rate_burst_ip, settings.rate_per_tenant)
+        state.provider = make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
+        state.answerer = Answerer(state.ctx, state.provider, state.cache, state.metrics)
+        state.model_ready = False
+        state.scheduler = None
+        # Load the weights before the first visitor asks (they take a second or two).
+        await anyio.to_thread.run_sync(state.ctx.embedder().warm_up)
+        state.model_ready = True
+        try:
+            from ingest.scheduler import Scheduler
+        except ImportError:  # the scheduler lands with the crawler
+            Scheduler = None  # noqa: N806
+        if Scheduler is not None:
+            state.scheduler = Scheduler(state.ctx, metrics=state.metrics, on_change=state.cache.clear,
+                                        periodic=settings.scheduler)
+            await state.scheduler.start()
+        try:
+            yield
+        finally:
+            if state.scheduler is not None:
+                await state.scheduler.stop()
+            await state.answerer.drain()
+            await state.provider.aclose()
+            if own_ctx:
+                await anyio.to_thread.run_sync(state.ctx.close)
+
+    routes = [*widget.ROUTES, *ops.ROUTES]
+    try:
+        from app.routes import admin
+
+        routes += admin.ROUTES
+    except ImportError:
+        pass
+    try:
+        from app.routes import a2a
+
+        routes += a2a.ROUTES
+    except ImportError:
+        pass
+    return Litestar(
+        route_handlers=routes,
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[_request_log_middleware],
+        openapi_config=OpenAPIConfig(title="frontdesk", version="0.1.0", path="/schema"),
+        request_max_body_size=max(settings.max_body_bytes, 1_000_000),
+        state=State({"settings": settings}),
+        debug=False,
+    )
+
+
+def trace_id(request: Request) -> str:
+    return request.scope.get("state", {}).get("trace_id", "")
+
+
+def app_from_env() -> Litestar:
+    """Factory for granian (`--factory app.asgi:app_from_env`): settings and logging from env."""
+    from app.logs import configure_logging
+
+    settings = Settings.from_env()
+    configure_logging(settings.log_level)
+    return create_app(settings)
+
+
+def __getattr__(name: str):  # `app.asgi:app` for granian, built on first access
+    if name == "app":
+        return app_from_env()
+    raise AttributeError(name)

@@ -1,0 +1,195 @@
+"""Answer providers behind one interface: `Provider.stream(prompt)` yields text pieces.
+
+- `Extractive` (default, no LLM): the most relevant sentences of the top sources, in source
+  order, with citation markers.
+- `OpenAICompatible`: streaming chat completions over httpx (OpenAI, vLLM, llama.cpp, Ollama).
+- `WithFallback`: a provider that falls back to another on timeout, 429, 5xx or a broken stream,
+  so the visitor's stream never carries an error for a provider failure.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import logging
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+
+from app.prompt import Prompt, Source
+from ingest.chunk import split_sentences
+from store.search import fts_terms
+
+log = logging.getLogger(__name__)
+
+
+class ProviderError(Exception):
+    """A provider could not produce (the rest of) an answer."""
+
+
+class Provider(abc.ABC):
+    name: str = "provider"
+
+    @abc.abstractmethod
+    def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        """Yield the answer text piece by piece, as soon as each piece exists."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+_FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
+_PIECE = re.compile(r"\S+\s*")
+
+
+def _stem(word: str) -> str:
+    return word[:5] if len(word) > 5 else word
+
+
+def _candidates(source: Source) -> list[str]:
+    """The sentences of a source an answer may quote; an FAQ pair quotes its answer whole."""
+    match = _FAQ.match(source.text)
+    if match:
+        return [match.group("a").strip()]
+    if source.kind in ("fact", "form", "action"):
+        return [source.text.strip()]
+    sentences = []
+    for block in source.text.split("\n\n"):
+        sentences.extend(split_sentences(block))
+    return [s for s in sentences if len(s) > 2]
+
+
+def select_sentences(question: str, sources: list[Source], *, max_sentences: int = 4,
+                     max_chars: int = 700) -> list[tuple[int, str]]:
+    """Pick (source number, sentence) pairs that answer best, in the order they should be read."""
+    terms = {_stem(t) for t in fts_terms(question)}
+    scored: list[tuple[float, int, int, str]] = []  # score, source index, position, sentence
+    for index, source in enumerate(sources[:4]):
+        for position, sentence in enumerate(_candidates(source)):
+            words = {_stem(w.lower()) for w in re.findall(r"\w+", sentence)}
+            overlap = len(terms & words) / max(1, len(terms))
+            score = overlap + 0.6 / (index + 1) + (0.15 if position == 0 else 0.0)
+            if source.kind in ("faq", "fact"):
+                score += 0.2
+            scored.append((score, index, position, sentence))
+    if not scored:
+        return []
+    scored.sort(key=lambda item: -item[0])
+    best = scored[0][0]
+    chosen, used = [], 0
+    for score, index, position, sentence in scored:
+        if len(chosen) >= max_sentences or (chosen and score < 0.6 * best):
+            break
+        if used + len(sentence) > max_chars and chosen:
+            continue
+        chosen.append((index, position, sentence))
+        used += len(sentence)
+    chosen.sort(key=lambda item: (item[0], item[1]))
+    return [(sources[index].n, sentence) for index, _, sentence in chosen]
+
+
+class Extractive(Provider):
+    """Answers by quoting the site: no model, no network, a few milliseconds."""
+
+    name = "extractive"
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        picked = select_sentences(prompt.question, prompt.sources)
+        previous = None
+        for number, sentence in picked:
+            if previous is not None:
+                yield " " if previous == number else "\n\n"
+            for piece in _PIECE.findall(sentence):
+                yield piece
+                await asyncio.sleep(0)  # hand each piece to the transport as it is made
+            yield f" [{number}]"
+            previous = number
+
+
+class OpenAICompatible(Provider):
+    """Streaming chat completions (`POST {base_url}/chat/completions`, `stream: true`)."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str, api_key: str = "", *, timeout: float = 20.0,
+                 max_tokens: int = 400, temperature: float = 0.2) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout, connect=min(5.0, timeout))
+        )
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        body = {"model": self.model, "messages": prompt.messages, "stream": True,
+                "max_tokens": self.max_tokens, "temperature": self.temperature}
+        try:
+            async with self.client.stream("POST", self.url, json=body) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise ProviderError(f"LLM endpoint answered HTTP {response.status_code}")
+                finished = False
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        finished = True
+                        break
+                    try:
+                        payload = json.loads(data)
+                    except json.JSONDecodeError as exc:
+                        raise ProviderError("LLM stream sent malformed JSON") from exc
+                    if "error" in payload:
+                        raise ProviderError(f"LLM stream error: {str(payload['error'])[:200]}")
+                    for choice in payload.get("choices") or []:
+                        text = (choice.get("delta") or {}).get("content")
+                        if text:
+                            yield text
+                if not finished:
+                    raise ProviderError("LLM stream ended without [DONE]")
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"LLM endpoint failed: {type(exc).__name__}") from exc
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class WithFallback(Provider):
+    """Try `primary`; on any failure stream `fallback` instead (or after what was already sent)."""
+
+    def __init__(self, primary: Provider, fallback: Provider) -> None:
+        self.primary = primary
+        self.fallback = fallback
+        self.name = primary.name
+        self.failures = 0
+
+    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+        sent = False
+        try:
+            async for piece in self.primary.stream(prompt):
+                sent = True
+                yield piece
+            return
+        except ProviderError as exc:
+            self.failures += 1
+            log.warning("provider %s failed (%s); falling back to %s", self.primary.name, exc, self.fallback.name)
+        if sent:
+            yield "\n\n"
+        async for piece in self.fallback.stream(prompt):
+            yield piece
+
+    async def aclose(self) -> None:
+        await self.primary.aclose()
+        await self.fallback.aclose()
+
+
+def make_provider(base_url: str, model: str, api_key: str, timeout: float) -> Provider:
+    extractive = Extractive()
+    if not base_url:
+        return extractive
+    return WithFallback(OpenAICompatible(base_url, model or "default", api_key, timeout=timeout), extractive)

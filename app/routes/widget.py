@@ -1,0 +1,156 @@
+"""The public widget API: POST /v1/chat (SSE), POST /v1/feedback, CORS preflights, /widget.js."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from functools import lru_cache
+from pathlib import Path
+
+import anyio
+import msgspec
+from litestar import Request, Response, get, post, route
+from litestar.response import ServerSentEvent
+from litestar.response.sse import ServerSentEventMessage
+
+from app.answer import Answerer, check_question
+from app.events import ChatRequest, ErrorEvent, FeedbackRequest, event_name
+from store import conversations
+from store.errors import Forbidden, FrontdeskError, InvalidInput, PayloadTooLarge, Unauthorized
+from store.tenants import Tenant
+
+log = logging.getLogger("frontdesk.widget")
+
+WIDGET_DIR = Path(__file__).resolve().parents[2] / "widget"
+CORS_HEADERS = {
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Content-Type",
+    "Access-Control-Max-Age": "600",
+}
+
+
+def client_ip(request: Request) -> str:
+    if request.app.state.settings.trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for", "")
+        if forwarded:
+            return forwarded.split(",")[0].strip()
+    return request.client.host if request.client else "unknown"
+
+
+async def read_json(request: Request, kind: type, limit: int):
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    body = await request.body()
+    if len(body) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+    try:
+        return msgspec.json.decode(body, type=kind)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"invalid request: {exc}") from None
+    except msgspec.DecodeError:
+        raise InvalidInput("the request body must be JSON") from None
+
+
+def allowed_origin(tenant: Tenant, origin: str | None) -> bool:
+    """Requests without an Origin (servers, curl) pass; browsers must come from the tenant's site."""
+    if not origin:
+        return True
+    config = tenant.config()
+    allowed = {config.origin, *(o.rstrip("/").lower() for o in config.allowed_origins)}
+    return origin.rstrip("/").lower() in allowed or "*" in allowed
+
+
+def resolve_tenant(request: Request, key: str) -> Tenant:
+    ctx = request.app.state.ctx
+    tenant_id = ctx.registry.tenant_for_key(key) if key else None
+    if tenant_id is None:
+        raise Unauthorized("unknown widget key")
+    tenant = ctx.tenant(tenant_id)
+    if tenant.widget_key != key:  # the key index is a cache; the file is the truth
+        raise Unauthorized("unknown widget key")
+    return tenant
+
+
+def cors(origin: str | None) -> dict[str, str]:
+    return {"Access-Control-Allow-Origin": origin, "Vary": "Origin"} if origin else {"Vary": "Origin"}
+
+
+@route(["/v1/chat", "/v1/feedback"], http_method="OPTIONS", include_in_schema=False)
+async def preflight(request: Request) -> Response:
+    # The preflight carries no widget key, so it cannot know the tenant: it is answered for any
+    # origin, and the POST itself is refused unless its Origin belongs to the key's tenant.
+    origin = request.headers.get("origin")
+    return Response(content=b"", status_code=204, headers={**CORS_HEADERS, **cors(origin)})
+
+
+async def _sse(answerer: Answerer, tenant: Tenant, body: ChatRequest) -> AsyncIterator[ServerSentEventMessage]:
+    events = answerer.stream(tenant, body)
+    try:
+        async for event in events:
+            yield ServerSentEventMessage(event=event_name(event), data=msgspec.json.encode(event).decode())
+    except FrontdeskError as exc:
+        error = ErrorEvent(code=exc.code, message=exc.message)
+        yield ServerSentEventMessage(event="error", data=msgspec.json.encode(error).decode())
+    except Exception:
+        log.exception("answer stream failed for tenant %s", tenant.id)
+        error = ErrorEvent(code="internal_error", message="the answer could not be completed; please try again")
+        yield ServerSentEventMessage(event="error", data=msgspec.json.encode(error).decode())
+    finally:
+        await events.aclose()
+
+
+@post("/v1/chat", status_code=200, summary="Ask a question; answer streamed as Server-Sent Events")
+async def chat(request: Request) -> Response:
+    state = request.app.state
+    origin = request.headers.get("origin")
+    body = await read_json(request, ChatRequest, state.settings.max_body_bytes)
+    tenant = await anyio.to_thread.run_sync(resolve_tenant, request, body.key)
+    if not await anyio.to_thread.run_sync(allowed_origin, tenant, origin):
+        raise Forbidden("this site is not allowed to use this widget key")
+    # Bad input is refused here, with a JSON error and a 4xx status, before any stream starts.
+    body.question = check_question(body.question, state.settings.max_question_chars)
+    state.ratelimits.check(tenant.id, client_ip(request))
+    return ServerSentEvent(_sse(state.answerer, tenant, body), headers=cors(origin))
+
+
+@post("/v1/feedback", status_code=200, summary="Thumbs up or down on an answer")
+async def feedback(request: Request) -> Response:
+    state = request.app.state
+    origin = request.headers.get("origin")
+    body = await read_json(request, FeedbackRequest, 8_000)
+    tenant = await anyio.to_thread.run_sync(resolve_tenant, request, body.key)
+    if not await anyio.to_thread.run_sync(allowed_origin, tenant, origin):
+        raise Forbidden("this site is not allowed to use this widget key")
+    state.ratelimits.check(tenant.id, client_ip(request))
+
+    def write() -> None:
+        with tenant.write() as conn:
+            conversations.set_feedback(conn, body.message_id, 1 if body.rating == "up" else -1, body.conversation_id)
+
+    await anyio.to_thread.run_sync(write)
+    return Response(content={"ok": True}, headers=cors(origin))
+
+
+@lru_cache(maxsize=4)
+def _static(name: str) -> tuple[bytes, bytes, str]:
+    raw = (WIDGET_DIR / name).read_bytes()
+    return raw, gzip.compress(raw, 9, mtime=0), '"' + hashlib.sha256(raw).hexdigest()[:20] + '"'
+
+
+@get("/widget.js", include_in_schema=False)
+async def widget_js(request: Request) -> Response:
+    raw, packed, etag = _static("widget.js")
+    headers = {"Cache-Control": "public, max-age=3600", "ETag": etag, "Vary": "Accept-Encoding",
+               "Access-Control-Allow-Origin": "*", "X-Content-Type-Options": "nosniff"}
+    if request.headers.get("if-none-match") == etag:
+        return Response(content=b"", status_code=304, headers=headers)
+    if "gzip" in request.headers.get("accept-encoding", ""):
+        return Response(content=packed, media_type="application/javascript; charset=utf-8",
+                        headers={**headers, "Content-Encoding": "gzip"})
+    return Response(content=raw, media_type="application/javascript; charset=utf-8", headers=headers)
+
+
+ROUTES = [preflight, chat, feedback, widget_js]

@@ -1,0 +1,163 @@
+"""Conversations, messages with citations, feedback, knowledge gaps and usage counters."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import apsw
+import msgspec
+import numpy as np
+
+from store.errors import NotFound
+
+
+class CitationRow(msgspec.Struct):
+    url: str
+    title: str
+    chunk_id: int | None = None
+    score: float | None = None
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    """One answered question, as persisted after its stream closed."""
+
+    conversation_id: str
+    message_id: str
+    question: str
+    answer: str
+    confidence: float
+    lang: str
+    source: str
+    answered: bool
+    page_url: str = ""
+    latency_ms: float | None = None
+    ttft_ms: float | None = None
+    citations: list[CitationRow] = msgspec.field(default_factory=list)
+    gap_normalized: str | None = None
+    """Set when the question was not answered: it is recorded as a knowledge gap."""
+    gap_vector: bytes | None = None
+    best_score: float | None = None
+    completed: bool = True
+
+
+def save_turn(conn: apsw.Connection, turn: Turn) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT INTO conversations(id, created_at, last_at, page_url, lang) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET last_at = excluded.last_at, page_url = excluded.page_url",
+        (turn.conversation_id, now, now, turn.page_url, turn.lang),
+    )
+    conn.execute(
+        "INSERT INTO messages(id, conversation_id, question, answer, confidence, lang, source, answered, "
+        "latency_ms, ttft_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (turn.message_id, turn.conversation_id, turn.question, turn.answer, turn.confidence, turn.lang,
+         turn.source, int(turn.answered), turn.latency_ms, turn.ttft_ms, now),
+    )
+    for rank, citation in enumerate(turn.citations, start=1):
+        conn.execute(
+            "INSERT INTO citations(message_id, rank, url, title, chunk_id, score) VALUES (?, ?, ?, ?, ?, ?)",
+            (turn.message_id, rank, citation.url, citation.title, citation.chunk_id, citation.score),
+        )
+    if turn.gap_normalized:
+        conn.execute(
+            "INSERT INTO gaps(question, normalized, lang, count, best_score, page_url, first_at, last_at, embedding) "
+            "VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?) ON CONFLICT(normalized) DO UPDATE SET count = count + 1, "
+            "last_at = excluded.last_at, question = excluded.question, best_score = excluded.best_score",
+            (turn.question, turn.gap_normalized, turn.lang, turn.best_score, turn.page_url, now, now, turn.gap_vector),
+        )
+    day = time.strftime("%Y-%m-%d", time.gmtime(now))
+    counters = {"questions": 1, "answered": int(turn.answered), "unanswered": int(not turn.answered),
+                f"source_{turn.source}": 1}
+    for name, value in counters.items():
+        conn.execute(
+            "INSERT INTO usage(day, counter, value) VALUES (?, ?, ?) "
+            "ON CONFLICT(day, counter) DO UPDATE SET value = value + excluded.value",
+            (day, name, value),
+        )
+
+
+def set_feedback(conn: apsw.Connection, message_id: str, rating: int, conversation_id: str | None = None) -> None:
+    conn.execute(
+        "UPDATE messages SET feedback = ?, feedback_at = ? WHERE id = ? AND (? IS NULL OR conversation_id = ?)",
+        (rating, time.time(), message_id, conversation_id, conversation_id),
+    )
+    if conn.changes() == 0:
+        raise NotFound(f"message {message_id} does not exist")
+
+
+def history(conn: apsw.Connection, conversation_id: str, limit: int = 3) -> list[tuple[str, str]]:
+    rows = conn.execute(
+        "SELECT question, answer FROM messages WHERE conversation_id = ? ORDER BY created_at DESC LIMIT ?",
+        (conversation_id, limit),
+    ).fetchall()
+    return [(q, a) for q, a in reversed(rows)]
+
+
+class Gap(msgspec.Struct, kw_only=True):
+    question: str
+    count: int
+    last_at: float
+    first_at: float
+    lang: str
+    best_score: float | None
+    similar: list[str] = msgspec.field(default_factory=list)
+
+
+def gaps(conn: apsw.Connection, *, limit: int = 100, group_threshold: float = 0.8) -> list[Gap]:
+    """Unanswered questions, similar ones grouped (embedding cosine ≥ threshold), most asked first."""
+    rows = conn.execute(
+        "SELECT question, count, last_at, first_at, lang, best_score, embedding FROM gaps ORDER BY last_at DESC LIMIT 2000"
+    ).fetchall()
+    groups: list[tuple[Gap, np.ndarray | None]] = []
+    for question, count, last_at, first_at, lang, best, blob in rows:
+        vector = np.frombuffer(blob, dtype=np.float32) if blob else None
+        for gap, centre in groups:
+            if vector is not None and centre is not None and centre.shape == vector.shape and float(centre @ vector) >= group_threshold:
+                gap.count += count
+                gap.similar.append(question)
+                gap.last_at = max(gap.last_at, last_at)
+                gap.first_at = min(gap.first_at, first_at)
+                break
+        else:
+            groups.append((Gap(question=question, count=count, last_at=last_at, first_at=first_at, lang=lang,
+                               best_score=best), vector))
+    result = [g for g, _ in groups]
+    result.sort(key=lambda g: (-g.count, -g.last_at))
+    return result[:limit]
+
+
+def conversations(conn: apsw.Connection, *, limit: int = 50, offset: int = 0) -> list[dict]:
+    rows = conn.execute(
+        "SELECT id, created_at, last_at, page_url, lang FROM conversations ORDER BY last_at DESC LIMIT ? OFFSET ?",
+        (limit, offset),
+    ).fetchall()
+    result = []
+    for conversation_id, created_at, last_at, page_url, lang in rows:
+        messages = []
+        for mid, question, answer, confidence, source, answered, feedback, created in conn.execute(
+            "SELECT id, question, answer, confidence, source, answered, feedback, created_at FROM messages "
+            "WHERE conversation_id = ? ORDER BY created_at", (conversation_id,)
+        ):
+            cites = [{"url": u, "title": t} for u, t in conn.execute(
+                "SELECT url, title FROM citations WHERE message_id = ? ORDER BY rank", (mid,))]
+            messages.append({"id": mid, "question": question, "answer": answer, "confidence": confidence,
+                             "source": source, "answered": bool(answered),
+                             "feedback": {1: "up", -1: "down"}.get(feedback), "created_at": created,
+                             "citations": cites})
+        result.append({"id": conversation_id, "created_at": created_at, "last_at": last_at,
+                       "page_url": page_url, "lang": lang, "messages": messages})
+    return result
+
+
+def usage(conn: apsw.Connection, days: int = 30) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for day, counter, value in conn.execute(
+        "SELECT day, counter, value FROM usage WHERE day >= date('now', ?) ORDER BY day", (f"-{days} days",)
+    ):
+        out.setdefault(day, {})[counter] = value
+    return out
+
+
+def dumps(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)

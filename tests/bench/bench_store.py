@@ -1,0 +1,175 @@
+"""Foundation benchmarks: embedding throughput, query embedding, hybrid search at 10k / 100k
+chunks, file size per 10k chunks, RSS with the model loaded (SPEC section 10 bars)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ingest.chunk import chunk_uid, content_hash
+from ingest.embed import OnnxMiniLM, make_embedder
+from store.config import SiteConfig
+from store.pages import ChunkRow, PageWrite, write_page
+from store.search import search
+from store.tenants import TenantRegistry
+from tests.bench.common import percentiles, print_table, rss_mb, time_calls
+from tests.conftest import PYPUG
+
+QUERIES = [
+    "how do I upload my package to test pypi", "src layout vs flat layout", "create a virtual environment",
+    "publish with github actions", "what goes in pypirc", "version specifiers compatible release",
+    "install_requires vs requirements.txt", "is setup.py deprecated", "namespace packages",
+    "inline script metadata", "write pyproject.toml", "recommended packaging tools", "entry points plugins",
+    "drop python 2 support", "pipx command line tools", "binary extensions in C", "bigquery downloads",
+    "name normalization", "wheel file format", "host a private index",
+]
+
+
+def real_texts(limit: int) -> list[str]:
+    """Chunk-sized passages of real documentation text (~230 tokens), from the pypug fixture."""
+    from ingest.extract import extract
+
+    passages: list[str] = []
+    for path in sorted(PYPUG.rglob("*.html")):
+        doc = extract(path.read_bytes(), "http://127.0.0.1:8766/")
+        words = " ".join(s.text for s in doc.sections).split()
+        for start in range(0, len(words) - 170, 170):
+            passages.append(" ".join(words[start : start + 170]))
+            if len(passages) >= limit:
+                return passages
+    return passages
+
+
+def bench_embedding(quick: bool) -> list[dict]:
+    texts = real_texts(64 if quick else 128)
+    rows = []
+    cache = Path(tempfile.gettempdir()) / "frontdesk-bench-models"
+    for model in ("minilm-l6-v2", "minilm-l6-v2-int8", "use-multilingual-v3"):
+        for threads in (1, 2):
+            embedder = make_embedder(model, cache_dir=cache, threads=threads)
+            embedder.warm_up()
+            tokens = embedder.count_tokens(texts)
+            started = time.perf_counter()
+            embedder.embed(texts)
+            seconds = time.perf_counter() - started
+            query_ms = percentiles(time_calls(lambda e=embedder: e.embed_query("how do I publish my package"), 30 if quick else 100))
+            rows.append({"model": model, "threads": threads, "chunks": len(texts),
+                         "mean_tokens": round(float(np.mean(tokens)), 1),
+                         "chunks_per_s": round(len(texts) / seconds, 1),
+                         "query_p50_ms": query_ms["p50"], "query_p95_ms": query_ms["p95"]})
+    return rows
+
+
+def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocabulary: list[str]) -> tuple[Path, float]:
+    """A tenant of n synthetic chunks: text from a Zipf-distributed vocabulary of real words, and
+    vectors that are noisy mixtures of real passage embeddings (so kNN has realistic structure)."""
+    registry = TenantRegistry(root)
+    tenant, _ = registry.create(SiteConfig(site="https://bench.test/"), "bench", embedder_id="minilm-l6-v2-int8", dim=384)
+    rng = np.random.default_rng(7)
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1)
+    weights /= weights.sum()
+    per_page = 10
+    started = time.perf_counter()
+    for page_start in range(0, n_chunks, 1000):
+        with tenant.write() as conn:
+            for page in range(page_start // per_page, min(n_chunks, page_start + 1000) // per_page):
+                rows = []
+                for position in range(per_page):
+                    words = rng.choice(vocabulary, size=150, p=weights)
+                    text = " ".join(words)
+                    mix = base_vectors[rng.integers(len(base_vectors), size=2)]
+                    vector = mix[0] * 0.7 + mix[1] * 0.3 + rng.normal(scale=0.02, size=384)
+                    vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+                    rows.append(ChunkRow(hash=content_hash("prose", text), kind="prose", lang="en", text=text,
+                                         heading_path=("Bench", f"Page {page}"), position=position,
+                                         uid=chunk_uid(f"p{page}", position, text), tokens=200, vector=vector.tobytes()))
+                write_page(conn, PageWrite(url=f"https://bench.test/p{page}", title=f"Page {page}",
+                                           content_hash=str(page), chunks=rows))
+    build_s = time.perf_counter() - started
+    tenant.close()
+    registry.close_all()
+    return registry.path("bench"), build_s
+
+
+def bench_search(quick: bool) -> list[dict]:
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    texts = real_texts(300)
+    base = embedder.embed(texts)
+    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    query_vectors = {q: embedder.embed_query(q) for q in QUERIES}
+    rows = []
+    sizes = (10_000,) if quick else (10_000, 100_000)
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            path, build_s = _synthetic_tenant(Path(tmp), n, base, vocabulary)
+            registry = TenantRegistry(Path(tmp))
+            conn = registry.get("bench").reader()
+            for mode in ("hybrid", "bm25", "dense"):
+                # End to end as the app does it: embed the query, then vec + FTS + fuse.
+                samples = []
+                for _ in range(2 if quick else 5):
+                    for q in QUERIES:
+                        started = time.perf_counter()
+                        vector = None if mode == "bm25" else embedder.embed_query(q)
+                        search(conn, q, vector, k=10, mode=mode)
+                        samples.append((time.perf_counter() - started) * 1000)
+                stats = percentiles(samples)
+                # Store side only (vector precomputed), to separate model time from SQLite time.
+                store_only = []
+                for q in QUERIES:
+                    started = time.perf_counter()
+                    search(conn, q, None if mode == "bm25" else query_vectors[q], k=10, mode=mode)
+                    store_only.append((time.perf_counter() - started) * 1000)
+                rows.append({"chunks": n, "mode": mode, "p50_ms": stats["p50"], "p95_ms": stats["p95"],
+                             "store_only_p50_ms": percentiles(store_only)["p50"],
+                             "file_mb": round(path.stat().st_size / 1e6, 1),
+                             "mb_per_10k": round(path.stat().st_size / 1e6 / (n / 10_000), 1),
+                             "build_s": round(build_s, 1)})
+            registry.close_all()
+    return rows
+
+
+RSS_SCRIPT = """
+import sys, json
+sys.path.insert(0, {root!r})
+from tests.bench.common import rss_mb
+before = rss_mb()
+from ingest.embed import make_embedder
+e = make_embedder({model!r}, cache_dir={cache!r})
+e.warm_up()
+e.embed(["a passage of text about packaging python projects " * 20] * 32)
+print(json.dumps({{"before": before, "after": rss_mb()}}))
+"""
+
+
+def bench_memory(quick: bool) -> list[dict]:
+    rows = []
+    root = str(Path(__file__).resolve().parents[2])
+    cache = str(Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    for model in ("minilm-l6-v2", "minilm-l6-v2-int8", "use-multilingual-v3"):
+        out = subprocess.run([sys.executable, "-c", RSS_SCRIPT.format(root=root, model=model, cache=cache)],
+                             capture_output=True, text=True, check=True)
+        import json
+
+        data = json.loads(out.stdout.strip().splitlines()[-1])
+        rows.append({"model": model, "rss_mb_python": round(data["before"], 1),
+                     "rss_mb_after_model_and_batch": round(data["after"], 1)})
+    return rows
+
+
+def run(quick: bool = False) -> dict:
+    embedding = bench_embedding(quick)
+    print_table("Embedding throughput (real pypug passages, ~230 tokens) and query embedding",
+                embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
+    searching = bench_search(quick)
+    print_table("Search latency, end to end (query embedding + vec0 + FTS5 + fusion), k=10",
+                searching, ["chunks", "mode", "p50_ms", "p95_ms", "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
+    memory = bench_memory(quick)
+    print_table("RSS with the model loaded (fresh process)", memory,
+                ["model", "rss_mb_python", "rss_mb_after_model_and_batch"])
+    return {"embedding": embedding, "search": searching, "memory": memory, "rss_this_process_mb": rss_mb()}
