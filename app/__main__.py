@@ -82,6 +82,32 @@ def index_folder(ctx: Context, args: argparse.Namespace) -> None:
     emit(args, summary, " ".join(f"{k}={v}" for k, v in msgspec.to_builtins(summary).items()))
 
 
+@command("crawl")
+def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
+    import asyncio
+
+    from ingest.pipeline import CrawlOptions, crawl, summary_line
+
+    tenant = ctx.tenant(args.id)
+    embedder = ctx.tenant_embedder(tenant)
+    progress = Progress(f"crawl {args.id}")
+    options = CrawlOptions(full=args.full, reparse=args.reparse, max_pages=args.max_pages, rate=args.rate,
+                           urls=args.url or None)
+
+    def show(event) -> None:
+        done = event.fetched + event.not_modified + event.unchanged + event.failed
+        progress.update(done, done + event.queued if event.queued else None, summary_line(event))
+
+    summary = asyncio.run(crawl(tenant, embedder, options, on_progress=show))
+    progress.finish()
+    data = msgspec.to_builtins(summary)
+    emit(args, data, " ".join(f"{k}={v}" for k, v in data.items() if k not in ("skipped", "errors"))
+         + (f"\nskipped: {data['skipped']}" if data["skipped"] else "")
+         + (f"\nerrors: {data['errors']}" if data["errors"] else ""))
+    if summary.status != "done":
+        raise FrontdeskError(f"crawl {summary.status}")
+
+
 @command("search")
 def search_command(ctx: Context, args: argparse.Namespace) -> None:
     from store.search import Filters
@@ -205,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     index.add_argument("id")
     index.add_argument("dir")
     index.add_argument("--base-url", required=True, help="URL the folder is published at")
+
+    crawl = sub.add_parser("crawl", parents=[common], help="crawl a tenant's site (delta by default)")
+    crawl.add_argument("id")
+    crawl.add_argument("--full", action="store_true", help="refetch every page (content hashes still decide)")
+    crawl.add_argument("--reparse", action="store_true", help="rebuild chunks from cached HTML, no network")
+    crawl.add_argument("--max-pages", type=int, default=None)
+    crawl.add_argument("--rate", type=float, default=None, help="requests/s per host (0 = no limit)")
+    crawl.add_argument("--url", action="append", help="refresh only this URL (repeatable)")
 
     search = sub.add_parser("search", parents=[common], help="hybrid search a tenant")
     search.add_argument("id")

@@ -26,6 +26,7 @@ from app.providers import make_provider
 from app.ratelimit import RateLimits
 from app.routes import ops, widget
 from app.settings import Settings
+from ingest.scheduler import Scheduler
 
 log = logging.getLogger("frontdesk.http")
 
@@ -85,14 +86,9 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         # Load the weights before the first visitor asks (they take a second or two).
         await anyio.to_thread.run_sync(state.ctx.embedder().warm_up)
         state.model_ready = True
-        try:
-            from ingest.scheduler import Scheduler
-        except ImportError:  # the scheduler lands with the crawler
-            Scheduler = None  # noqa: N806
-        if Scheduler is not None:
-            state.scheduler = Scheduler(state.ctx, metrics=state.metrics, on_change=state.cache.clear,
-                                        periodic=settings.scheduler)
-            await state.scheduler.start()
+        state.scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
+                                    on_change=state.cache.clear, periodic=settings.scheduler)
+        await state.scheduler.start()
         try:
             yield
         finally:

@@ -17,6 +17,7 @@ from store.pages import (
     PageWrite,
     VectorMissing,
     WriteStats,
+    mark_fetched,
     missing_hashes,
     tombstone_page,
     vector_bytes,
@@ -69,8 +70,16 @@ class PageIndexer:
         last_modified: str | None = None,
         sitemap_lastmod: str | None = None,
         http_status: int = 200,
+        previous_hash: str | None = None,
     ) -> WriteStats:
+        """Index a page. With `previous_hash` equal to the new content hash, only the validators
+        are refreshed: nothing is chunked into the file or embedded (`changed` is False)."""
         doc, chunks = self.prepare(doc)
+        url = doc.canonical_url or doc.url
+        if previous_hash is not None and previous_hash == document_hash(doc):
+            with self.tenant.write() as conn:
+                mark_fetched(conn, url, etag=etag, last_modified=last_modified, sitemap_lastmod=sitemap_lastmod)
+            return WriteStats(page_id=0, changed=False, chunks_added=0, chunks_deleted=0)
         missing = missing_hashes(self.tenant.reader(), (c.hash for c in chunks))
         vectors = self._embed(doc, chunks, missing)
         page = PageWrite(

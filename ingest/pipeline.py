@@ -1,0 +1,387 @@
+"""One crawl job: discover → fetch (conditional) → extract → index, with the delta rules that keep
+recrawls cheap, progress events, and a summary.
+
+Delta rules (SPEC section 4): a page whose sitemap lastmod is unchanged is not fetched; a
+re-fetch sends If-None-Match / If-Modified-Since and a 304 costs no parsing; the content hash
+decides whether a page changed; only chunks whose text is new are embedded; pages that are gone
+(404/410, now noindex, dropped from a sitemap that did load) are tombstoned. Each page is one
+transaction and its validators are stored with it, so a crash leaves no half page and a re-run
+picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from functools import partial
+from urllib.parse import urljoin
+
+import anyio
+import msgspec
+
+from ingest.crawl import Fetcher, Frontier, fetch_robots, load_sitemaps, normalize_url
+from ingest.embed import Embedder
+from ingest.extract import extract
+from ingest.indexer import PageIndexer
+from store.config import SiteConfig
+from store.errors import FetchError
+from store.pages import PageState, mark_fetched, page_html, page_states
+from store.tenants import Tenant
+
+log = logging.getLogger(__name__)
+
+#: Fetch/extract workers; embedding and writes are serialised behind them (one writer per tenant).
+WORKERS = 4
+
+
+class CrawlProgress(msgspec.Struct, kw_only=True):
+    """A snapshot of a running job, sent to progress subscribers (CLI line, admin SSE)."""
+
+    job: str
+    phase: str = "starting"  # starting | discovering | crawling | removing | done | cancelled | failed
+    found: int = 0
+    fetched: int = 0
+    not_modified: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    queued: int = 0
+    eta_s: float | None = None
+    url: str = ""
+    elapsed_s: float = 0.0
+
+
+class CrawlSummary(msgspec.Struct, kw_only=True):
+    """The `frontdesk crawl --json` document (SPEC section 7) plus diagnostics."""
+
+    pages_found: int = 0
+    fetched: int = 0
+    not_modified: int = 0
+    skipped_unchanged: int = 0
+    failed: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+    requests: int = 0
+    status: str = "done"
+    skipped: dict[str, int] = msgspec.field(default_factory=dict)
+    """URLs not crawled, by reason (robots, noindex, off_site, max_pages…)."""
+    errors: dict[str, int] = msgspec.field(default_factory=dict)
+    """Pages that failed, by reason (timeout, too_large, not_html, http_500…)."""
+
+
+class CrawlOptions(msgspec.Struct, kw_only=True):
+    full: bool = False
+    """Ignore sitemap lastmod and validators: fetch every page (content hashes still decide)."""
+    reparse: bool = False
+    """Rebuild chunks from the cached HTML, without the network."""
+    max_pages: int | None = None
+    rate: float | None = None
+    urls: list[str] | None = None
+    """Refresh only these URLs (the webhook); no discovery, no removals beyond them."""
+
+
+ProgressCallback = Callable[[CrawlProgress], None]
+
+
+class _Job:
+    """Mutable state of one running crawl, shared by its workers."""
+
+    def __init__(self, tenant: Tenant, indexer: PageIndexer, config: SiteConfig, job_id: str,
+                 on_progress: ProgressCallback | None, cancel: asyncio.Event) -> None:
+        self.tenant = tenant
+        self.indexer = indexer
+        self.config = config
+        self.summary = CrawlSummary()
+        self.progress = CrawlProgress(job=job_id)
+        self.on_progress = on_progress
+        self.cancel = cancel
+        self.started = time.monotonic()
+        self.errors: list[tuple[str, str, str]] = []
+        self.skipped: Counter[str] = Counter()
+        self.index_lock = asyncio.Lock()
+        self.states: dict[str, PageState] = {}
+        self.sitemap: dict[str, str | None] = {}
+        self.reached: set[str] = set()
+        self._last_emit = 0.0
+
+    def emit(self, url: str = "", force: bool = False) -> None:
+        s, p = self.summary, self.progress
+        p.fetched, p.not_modified, p.unchanged = s.fetched, s.not_modified, s.skipped_unchanged
+        p.failed, p.removed, p.chunks_embedded, p.found = s.failed, s.removed, s.chunks_embedded, s.pages_found
+        p.elapsed_s = round(time.monotonic() - self.started, 2)
+        done = s.fetched + s.not_modified + s.skipped_unchanged + s.failed + sum(self.skipped.values())
+        rate = done / p.elapsed_s if p.elapsed_s > 0 else 0
+        p.eta_s = round(p.queued / rate, 1) if rate and p.queued else None
+        p.url = url
+        now = time.monotonic()
+        if self.on_progress and (force or now - self._last_emit > 0.25):
+            self._last_emit = now
+            self.on_progress(msgspec.structs.replace(p))
+
+    def fail(self, url: str, reason: str, message: str = "") -> None:
+        self.summary.failed += 1
+        self.errors.append((url, reason, message[:500]))
+
+    async def index(self, doc, **kwargs) -> None:
+        async with self.index_lock:  # one embedder run and one writer at a time
+            stats = await anyio.to_thread.run_sync(lambda: self.indexer.index(doc, **kwargs))
+        if not stats.changed and kwargs.get("previous_hash"):
+            self.summary.skipped_unchanged += 1  # fetched, but the content hash says: same page
+            return
+        self.summary.fetched += 1
+        self.summary.chunks_embedded += stats.chunks_added
+        self.summary.chunks_deleted += stats.chunks_deleted
+
+    async def remove(self, url: str, reason: str, status: int | None = None) -> None:
+        state = self.states.get(url)
+        if state is None or state.status != "active":
+            return
+        async with self.index_lock:
+            deleted = await anyio.to_thread.run_sync(lambda: self.indexer.remove(url, reason, status))
+        state.status = "gone"
+        self.summary.removed += 1
+        self.summary.chunks_deleted += deleted
+
+
+def _start_run(tenant: Tenant, kind: str) -> int:
+    with tenant.write() as conn:
+        conn.execute("INSERT INTO crawl_runs(kind, started_at) VALUES (?, ?)", (kind, time.time()))
+        return conn.last_insert_rowid()
+
+
+def _finish_run(tenant: Tenant, run_id: int, summary: CrawlSummary, errors: list[tuple[str, str, str]]) -> None:
+    now = time.time()
+    with tenant.write() as conn:
+        conn.execute("UPDATE crawl_runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
+                     (now, summary.status, msgspec.json.encode(summary).decode(), run_id))
+        conn.executemany("INSERT INTO crawl_errors(run_id, url, reason, message, at) VALUES (?, ?, ?, ?, ?)",
+                         [(run_id, url, reason, message, now) for url, reason, message in errors[:5000]])
+
+
+def _store_sitemap(tenant: Tenant, sitemap: dict[str, str | None]) -> None:
+    now = time.time()
+    with tenant.write() as conn:
+        conn.execute("DELETE FROM sitemap_urls")
+        conn.executemany("INSERT OR REPLACE INTO sitemap_urls(url, lastmod, seen_at) VALUES (?, ?, ?)",
+                         [(url, lastmod, now) for url, lastmod in sitemap.items()])
+
+
+async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, depth: int,
+                   options: CrawlOptions) -> None:
+    state = job.states.get(url)
+    lastmod = job.sitemap.get(url)
+    if (not options.full and not options.urls and state is not None and state.status == "active"
+            and lastmod is not None and state.sitemap_lastmod == lastmod):
+        job.summary.skipped_unchanged += 1  # the sitemap says it has not changed: no request at all
+        job.reached.add(url)
+        return
+    conditional = state is not None and state.status == "active" and not options.full
+    try:
+        result = await fetcher.get(url, etag=state.etag if conditional else None,
+                                   last_modified=state.last_modified if conditional else None)
+    except FetchError as exc:
+        job.fail(url, exc.reason, exc.message)
+        job.reached.add(url)  # an error is not evidence that the page is gone: keep it
+        return
+    job.reached.add(url)
+    if result.status == 304:
+        job.summary.not_modified += 1
+        await anyio.to_thread.run_sync(lambda: _mark(job, url, result.headers, lastmod))
+        return
+    if result.status in (404, 410):
+        if state is not None and state.status == "active":
+            await job.remove(url, f"http_{result.status}", result.status)
+        else:
+            job.fail(url, f"http_{result.status}", "not found")
+        return
+    if not result.body.strip():
+        job.fail(url, "empty", "the page has no content")
+        return
+    doc = await anyio.to_thread.run_sync(
+        lambda: extract(result.body, result.final_url, headers=result.headers, encoding=result.encoding)
+    )
+    identity = _identity(doc.canonical_url, result.final_url, fetcher)
+    doc.canonical_url = identity
+    if not doc.nofollow and not options.urls:
+        for link in doc.links:
+            frontier.add(link, depth + 1)
+    job.progress.queued = len(frontier)
+    if doc.noindex:
+        job.skipped["noindex"] += 1
+        await job.remove(identity, "noindex")
+        if identity != url:
+            await job.remove(url, "noindex")
+        return
+    if identity != url:
+        job.reached.add(identity)
+        if identity in job.states and url in job.states and job.states[url].status == "active":
+            await job.remove(url, "canonical_elsewhere")  # an alias of another page's identity
+    known = job.states.get(identity)
+    previous = known.content_hash if known is not None and known.status == "active" else None
+    await job.index(doc, html=result.body, encoding=result.encoding, etag=result.headers.get("etag"),
+                    last_modified=result.headers.get("last-modified"),
+                    sitemap_lastmod=job.sitemap.get(identity, lastmod), http_status=result.status,
+                    previous_hash=previous)
+    job.states[identity] = PageState(id=0, url=identity, status="active", etag=None, last_modified=None,
+                                     sitemap_lastmod=None, content_hash=None)
+
+
+def _identity(canonical: str, fetched: str, fetcher: Fetcher) -> str:
+    """rel=canonical is the page's identity when it points at an allowed host; else the URL."""
+    normalized = normalize_url(canonical) if canonical else None
+    if normalized and fetcher.policy.on_site(normalized):
+        return normalized
+    return normalize_url(fetched) or fetched
+
+
+def _mark(job: _Job, url: str, headers: dict[str, str], lastmod: str | None) -> None:
+    with job.tenant.write() as conn:
+        mark_fetched(conn, url, etag=headers.get("etag"), last_modified=headers.get("last-modified"),
+                     sitemap_lastmod=lastmod)
+
+
+async def _discover(job: _Job, fetcher: Fetcher, frontier: Frontier, options: CrawlOptions) -> bool:
+    """Robots, sitemaps and seeds into the frontier. Returns whether a sitemap loaded."""
+    config = job.config
+    site = config.site
+    robots = await fetch_robots(fetcher, site)
+    if options.urls:
+        for url in options.urls:
+            normalized = normalize_url(url)
+            if normalized is None or not frontier.add(normalized, 0):
+                job.skipped["refused"] += 1
+        return False
+    candidates = [urljoin(site, "/sitemap.xml"), *robots.sitemaps, *config.crawl.sitemaps]
+    job.sitemap = await load_sitemaps(fetcher, dict.fromkeys(candidates))
+    for url in job.sitemap:
+        frontier.add(url, 0)
+    for seed in [site, *config.crawl.seeds]:
+        frontier.add(seed, 0)
+    await anyio.to_thread.run_sync(_store_sitemap, job.tenant, job.sitemap)
+    return bool(job.sitemap)
+
+
+async def _remove_vanished(job: _Job, sitemap_loaded: bool) -> None:
+    """Pages that were in the sitemap, are not any more, and were not reached by links: gone."""
+    if not sitemap_loaded:
+        return  # a sitemap that failed to load says nothing about what exists
+    for url, state in list(job.states.items()):
+        if state.status == "active" and state.sitemap_lastmod is not None and url not in job.sitemap and url not in job.reached:
+            await job.remove(url, "removed_from_sitemap")
+
+
+async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None = None, *,
+                job_id: str = "", on_progress: ProgressCallback | None = None,
+                cancel: asyncio.Event | None = None) -> CrawlSummary:
+    """Run one crawl of a tenant's site and return its summary. Never raises for a bad page."""
+    options = options or CrawlOptions()
+    config = await anyio.to_thread.run_sync(tenant.config)
+    crawl_settings = config.crawl
+    if options.max_pages is not None:
+        crawl_settings = msgspec.structs.replace(crawl_settings, max_pages=options.max_pages)
+    if options.rate is not None:
+        crawl_settings = msgspec.structs.replace(crawl_settings, rate=options.rate)
+    config = msgspec.structs.replace(config, crawl=crawl_settings)
+    job = _Job(tenant, PageIndexer(tenant, embedder, config.clean), config, job_id or "crawl",
+               on_progress, cancel or asyncio.Event())
+    kind = "reparse" if options.reparse else "refresh" if options.urls else "full" if options.full else "delta"
+    run_id = await anyio.to_thread.run_sync(_start_run, tenant, kind)
+    job.states = await anyio.to_thread.run_sync(lambda: page_states(tenant.reader()))
+    try:
+        if options.reparse:
+            await _reparse(job)
+        else:
+            await _crawl_site(job, config, options)
+        job.summary.status = "cancelled" if job.cancel.is_set() else "done"
+    except Exception as exc:
+        log.exception("crawl of tenant %s failed", tenant.id)
+        job.summary.status = "failed"
+        job.errors.append(("", "crawl_failed", repr(exc)[:500]))
+        raise
+    finally:
+        job.summary.skipped = dict(job.skipped)
+        job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
+        job.summary.seconds = round(time.monotonic() - job.started, 3)
+        job.progress.phase = job.summary.status
+        job.emit(force=True)
+        await anyio.to_thread.run_sync(_finish_run, tenant, run_id, job.summary, job.errors)
+    return job.summary
+
+
+async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> None:
+    async with Fetcher(config.crawl, config.site) as fetcher:
+        frontier = Frontier.for_fetcher(fetcher)
+        job.progress.phase = "discovering"
+        job.emit(force=True)
+        sitemap_loaded = await _discover(job, fetcher, frontier, options)
+        job.progress.phase = "crawling"
+        job.progress.queued = len(frontier)
+        idle = asyncio.Event()
+        active = 0
+
+        async def worker() -> None:
+            nonlocal active
+            while not job.cancel.is_set():
+                item = frontier.pop()
+                if item is None:
+                    if active == 0:
+                        idle.set()
+                        return
+                    await asyncio.sleep(0.02)  # others may still add links
+                    continue
+                active += 1
+                url, depth = item
+                job.summary.pages_found += 1
+                try:
+                    await _process(job, fetcher, frontier, url, depth, options)
+                except Exception as exc:  # one bad page never stops the crawl
+                    log.exception("page %s failed", url)
+                    job.fail(url, "internal_error", repr(exc))
+                finally:
+                    active -= 1
+                job.progress.queued = len(frontier)
+                job.emit(url)
+
+        await asyncio.gather(*(worker() for _ in range(WORKERS)))
+        job.summary.requests = fetcher.requests
+        for reason, count in frontier.rejected.items():
+            job.skipped[reason] += count
+        if not job.cancel.is_set() and not options.urls and not options.max_pages:
+            job.progress.phase = "removing"
+            await _remove_vanished(job, sitemap_loaded)
+
+
+async def _reparse(job: _Job) -> None:
+    """Rebuild every active page's chunks from its cached HTML: no network at all."""
+    job.progress.phase = "crawling"
+    pages = [s for s in job.states.values() if s.status == "active"]
+    job.progress.queued = len(pages)
+    for state in pages:
+        if job.cancel.is_set():
+            break
+        job.summary.pages_found += 1
+        cached = await anyio.to_thread.run_sync(lambda s=state: page_html(job.tenant.reader(), s.id))
+        if cached is None:
+            job.fail(state.url, "no_cached_html")
+            continue
+        html, encoding = cached
+        doc = await anyio.to_thread.run_sync(partial(extract, html, state.url, encoding=encoding))
+        doc.canonical_url = state.url
+        await job.index(doc, html=html, encoding=encoding, etag=state.etag, last_modified=state.last_modified,
+                        sitemap_lastmod=state.sitemap_lastmod)
+        job.progress.queued -= 1
+        job.emit(state.url)
+
+
+def summary_line(progress: CrawlProgress) -> str:
+    eta = f" ETA {int(progress.eta_s)}s" if progress.eta_s else ""
+    return (f"{progress.phase}: found {progress.found}, fetched {progress.fetched}, 304 {progress.not_modified}, "
+            f"unchanged {progress.unchanged}, failed {progress.failed}, removed {progress.removed}, "
+            f"embedded {progress.chunks_embedded}, queued {progress.queued}{eta}")
+
