@@ -184,9 +184,259 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
         sys.stdout.write("\n".join(lines) + "\n")
 
 
+@command("backup")
+def backup_command(ctx: Context, args: argparse.Namespace) -> None:
+    import time
+
+    from store.backup import backup
+    from store.errors import TenantNotFound
+
+    source = ctx.registry.path(args.id)
+    if not source.exists():
+        raise TenantNotFound(f"tenant {args.id} does not exist")
+    dest = Path(args.dest)
+    if dest.is_dir():  # a folder: a dated file inside it
+        dest = dest / f"{args.id}-{time.strftime('%Y%m%dT%H%M%S')}.db"
+    info = backup(source, dest)
+    emit(args, info, f"backed up tenant {args.id} to {info.path} ({info.bytes} bytes) in {info.seconds} s")
+
+
+@command("restore")
+def restore_command(ctx: Context, args: argparse.Namespace) -> None:
+    from store.backup import restore
+
+    info = restore(ctx.registry, args.id, Path(args.src), allow_other_model=args.allow_other_model)
+    checked = info.verified
+    emit(args, info, f"restored tenant {args.id} from {info.source}: {checked.pages} pages, {checked.chunks} "
+                     f"chunks, model {checked.embedder_id}")
+
+
+class ReindexSummary(msgspec.Struct, kw_only=True):
+    tenant_id: str
+    model: str
+    previous_model: str
+    dim: int
+    chunks: int
+    curated: int
+    gaps: int
+    seconds: float
+
+
+REINDEX_BATCH = 64
+
+
+def _embedding_text(title: str, heading: str, text: str) -> str:
+    # The text ingestion embedded (ingest.chunk.Chunk.embedding_text): the page title and the
+    # heading path give the passage its context. With the same model a rebuilt vector matches the
+    # original up to int8 activation quantisation, which depends on what shares the batch.
+    context = " > ".join(part for part in (title, heading) if part)
+    return f"{context}\n{text}" if context else text
+
+
+def _create_vector_table(conn, dim: int) -> None:
+    # The same table store/migrations.py creates (m001), at the new model's dimension.
+    conn.execute(
+        f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{int(dim)}] distance_metric=cosine, "
+        "kind text, lang text)"
+    )
+
+
+def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: int = REINDEX_BATCH,
+            on_progress: Callable[[int, int], None] | None = None) -> ReindexSummary:
+    """Rebuild every vector of a tenant with its configured model, or switch it to `model`.
+
+    New vectors are staged in a side table, batch by batch (an interrupted run resumes), and swapped
+    in with the model's id in one transaction: searches see the old vectors or the new, never a mix.
+    """
+    import time
+
+    from ingest.embed import MODELS
+    from store.errors import InvalidConfig
+    from store.migrations import read_meta, set_meta
+
+    started = time.perf_counter()
+    tenant = ctx.registry.get(tenant_id)  # not ctx.tenant(): a model mismatch is what this fixes
+    config = tenant.config()
+    model = model or config.model
+    if model not in MODELS:
+        raise InvalidConfig(f"unknown model {model!r}; choose one of {', '.join(MODELS)}", field="model")
+    embedder = ctx.embedder(model)
+    previous = read_meta(tenant.reader()).get("embedder_id", "")
+    with tenant.write() as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS reindex_vectors "
+                     "(chunk_id INTEGER PRIMARY KEY, model TEXT NOT NULL, embedding BLOB NOT NULL)")
+        conn.execute("DELETE FROM reindex_vectors WHERE model != ?", (embedder.fingerprint,))
+
+    def stage(conn, rows: list[tuple[int, str, str, str]]) -> None:
+        vectors = embedder.embed([_embedding_text(title, heading, text) for _, title, heading, text in rows])
+        conn.executemany(
+            "INSERT OR REPLACE INTO reindex_vectors(chunk_id, model, embedding) VALUES (?, ?, ?)",
+            [(row[0], embedder.fingerprint, vector.tobytes()) for row, vector in zip(rows, vectors, strict=True)],
+        )
+
+    reader = tenant.reader()
+    total = reader.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    done = reader.execute("SELECT count(*) FROM reindex_vectors r JOIN chunks c ON c.id = r.chunk_id").fetchone()[0]
+    pending = ("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE c.id > ? AND NOT EXISTS "
+               "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id) ORDER BY c.id LIMIT ?")
+    last_id = 0
+    while rows := reader.execute(pending, (last_id, batch)).fetchall():
+        with tenant.write() as conn:
+            stage(conn, rows)
+        last_id, done = rows[-1][0], done + len(rows)
+        if on_progress is not None:
+            on_progress(done, total)
+
+    curated = reader.execute("SELECT id, question FROM curated").fetchall()
+    gaps = reader.execute("SELECT id, question FROM gaps WHERE embedding IS NOT NULL").fetchall()
+    curated_vectors = embedder.embed([question for _, question in curated])
+    gap_vectors = embedder.embed([question for _, question in gaps])
+    with tenant.write() as conn:
+        # Chunks a crawl added while the batches ran have no staged vector yet.
+        late = conn.execute("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE NOT EXISTS "
+                            "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id)").fetchall()
+        if late:
+            stage(conn, late)
+        conn.execute("DROP TABLE chunk_vec")
+        _create_vector_table(conn, embedder.dim)
+        conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT c.id, r.embedding, c.kind, c.lang "
+                     "FROM chunks c JOIN reindex_vectors r ON r.chunk_id = c.id")
+        chunks = conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]
+        conn.executemany("UPDATE curated SET embedding = ? WHERE id = ?",
+                         [(v.tobytes(), row[0]) for row, v in zip(curated, curated_vectors, strict=True)])
+        conn.executemany("UPDATE gaps SET embedding = ? WHERE id = ?",
+                         [(v.tobytes(), row[0]) for row, v in zip(gaps, gap_vectors, strict=True)])
+        set_meta(conn, embedder_id=embedder.id, embedder_dim=embedder.dim,
+                 embedder_fingerprint=embedder.fingerprint)
+        tenant.set_config(msgspec.structs.replace(config, model=model))  # joins this transaction
+        tenant.bump_generation(conn)
+        conn.execute("DROP TABLE reindex_vectors")
+    tenant.embedder_id, tenant.embedder_dim = embedder.id, embedder.dim
+    return ReindexSummary(tenant_id=tenant_id, model=embedder.id, previous_model=previous, dim=embedder.dim,
+                          chunks=chunks, curated=len(curated), gaps=len(gaps),
+                          seconds=round(time.perf_counter() - started, 3))
+
+
+@command("reindex")
+def reindex_command(ctx: Context, args: argparse.Namespace) -> None:
+    progress = Progress(f"reindex {args.id}")
+    summary = reindex(ctx, args.id, model=args.model, batch=args.batch,
+                      on_progress=lambda done, total: progress.update(done, total))
+    progress.finish()
+    switched = f" (was {summary.previous_model})" if summary.previous_model != summary.model else ""
+    emit(args, summary, f"reindexed tenant {args.id}: {summary.chunks} chunks with {summary.model}{switched}, "
+                        f"{summary.dim}-d, in {summary.seconds} s")
+
+
+@command("mcp")
+def mcp_command(ctx: Context, args: argparse.Namespace) -> None:
+    import anyio
+
+    from app.mcp import serve_stdio
+
+    anyio.run(serve_stdio, ctx, args.tenant)
+
+
+@command("eval")
+def eval_command(ctx: Context, args: argparse.Namespace) -> None:
+    """`eval --beir DIR`: retrieval metrics on a BEIR dataset; `eval ID --golden FILE`: a tenant."""
+    from app import evaluate
+
+    if bool(args.beir) == bool(args.golden):
+        raise InvalidInput("use `frontdesk eval --beir DIR` or `frontdesk eval ID --golden FILE.jsonl`")
+    if args.beir:
+        data = evaluate.load_beir(Path(args.beir), split=args.split)
+        embedder = ctx.embedder(args.model)
+        progress = Progress(f"eval {data.name}")
+        tenant, info = evaluate.index_beir(ctx.data_dir, data, embedder, rebuild=args.rebuild,
+                                           on_progress=lambda done, total, what: progress.update(done, total, what))
+        modes = [args.mode] if args.mode else ["bm25", "dense", "hybrid"]
+        vectors = None if modes == ["bm25"] else evaluate.embed_queries(data, embedder)
+        reports = [evaluate.run_beir(tenant, data, embedder, mode=mode, vectors=vectors, index=info,
+                                     on_progress=lambda done, total, what: progress.update(done, total, what))
+                   for mode in modes]
+        progress.finish()
+        emit(args, {"dataset": data.name, "runs": reports}, evaluate.beir_markdown(reports))
+        return
+    if not args.id:
+        raise InvalidInput("`frontdesk eval --golden FILE` needs the tenant id: frontdesk eval ID --golden FILE")
+    tenant = ctx.tenant(args.id)
+    items = evaluate.load_golden(Path(args.golden))
+    progress = Progress(f"eval {args.id}")
+    report = evaluate.run_golden(ctx, tenant, items, golden_name=Path(args.golden).name,
+                                 on_progress=lambda done, total, what: progress.update(done, total, what))
+    progress.finish()
+    emit(args, report, evaluate.golden_markdown(report))
+
+
+@command("quickstart")
+def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
+    """The whole loop on the bundled sample site: serve it, crawl it into the `demo` tenant,
+    serve frontdesk, and print where to see the widget answer questions."""
+    import asyncio
+
+    from app.demo.server import DemoSite
+    from ingest.pipeline import CrawlOptions, crawl, summary_line
+
+    port = args.port or free_port(8000)
+    frontdesk_origin = f"http://127.0.0.1:{port}"
+    site = DemoSite(frontdesk_origin, port=free_port(8780)).start()
+    try:
+        site_url = site.url + "/"
+        if ctx.registry.exists("demo"):
+            tenant = ctx.tenant("demo")
+            config = tenant.config()
+            if config.site != site_url:
+                tenant.set_config(msgspec.structs.replace(config, site=site_url))
+        else:
+            tenant, admin_token = ctx.create_tenant("demo", site_url, allow_private_network=True, name="Harbor & Pine")
+            sys.stderr.write(f"created tenant demo (admin token, shown once: {admin_token})\n")
+        config = tenant.config()
+        if frontdesk_origin not in config.allowed_origins:
+            tenant.set_config(msgspec.structs.replace(config, allowed_origins=[*config.allowed_origins, frontdesk_origin]))
+        site.widget_key = tenant.widget_key
+        progress = Progress("crawl demo")
+
+        def show(event) -> None:
+            done = event.fetched + event.not_modified + event.unchanged + event.failed
+            progress.update(done, done + event.queued if event.queued else None, summary_line(event))
+
+        summary = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(rate=0), on_progress=show))
+        progress.finish()
+        sys.stderr.write(f"indexed the sample site: {summary.fetched} pages fetched, {summary.skipped_unchanged} "
+                         f"unchanged, {summary.chunks_embedded} chunks embedded in {summary.seconds:.1f}s\n")
+        ctx.close()
+        sys.stdout.write(
+            f"\nfrontdesk is running.\n"
+            f"  Open the sample site: {site.url}/  (the chat button is at the bottom right)\n"
+            f"  Try: \"Do you open on Sundays?\", \"How much is shipping?\", \"¿Tenéis opciones sin gluten?\"\n"
+            f"  API: {frontdesk_origin}/v1/chat   metrics: {frontdesk_origin}/metrics   Ctrl-C stops both.\n\n"
+        )
+        sys.stdout.flush()
+        if args.no_serve:
+            return
+        serve(ctx.settings, host="127.0.0.1", port=port)
+    finally:
+        site.close()
+
+
 @command("serve")
 def serve_command(ctx: Context, args: argparse.Namespace) -> None:
     serve(ctx.settings, host=args.host, port=args.port)
+
+
+def free_port(preferred: int) -> int:
+    """`preferred` if nothing listens there on 127.0.0.1, else any free port."""
+    import socket
+
+    for candidate in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return probe.getsockname()[1]
+    raise FrontdeskError("no free port on 127.0.0.1")
 
 
 def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
@@ -259,8 +509,46 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--host", default=None)
     serve_parser.add_argument("--port", type=int, default=None)
 
+    quick = sub.add_parser("quickstart", parents=[common], help="crawl the bundled sample site and serve it with the widget")
+    quick.add_argument("--port", type=int, default=None, help="frontdesk port (default 8000, or a free one)")
+    quick.add_argument("--no-serve", action="store_true", help="crawl and print, but do not start the server")
+
     stats = sub.add_parser("stats", parents=[common], help="pages, chunks and crawl state of a tenant")
     stats.add_argument("id")
+
+    backup = sub.add_parser("backup", parents=[common],
+                            help="copy a tenant's file while the server runs (SQLite online backup)")
+    backup.add_argument("id")
+    backup.add_argument("dest", help="the backup file (or a folder: a dated file inside it)")
+
+    restore = sub.add_parser("restore", parents=[common], help="replace a tenant's file with a backup")
+    restore.add_argument("id")
+    restore.add_argument("src", help="a backup file, or a copy of a stopped server's <id>.db")
+    restore.add_argument("--allow-other-model", action="store_true",
+                         help="accept a backup made with another embedding model (then run reindex)")
+
+    reindex = sub.add_parser("reindex", parents=[common],
+                             help="rebuild a tenant's vectors (or switch its embedding model)")
+    reindex.add_argument("id")
+    reindex.add_argument("--model", default=None, help="switch to this embedding model")
+    reindex.add_argument("--batch", type=int, default=REINDEX_BATCH, help="chunks embedded per batch")
+
+    mcp = sub.add_parser("mcp", parents=[common], help="serve a tenant to LLM agents over MCP (stdio)")
+    mcp.add_argument("--tenant", required=True)
+
+    evaluate = sub.add_parser("eval", parents=[common],
+                              help="measure retrieval on a BEIR dataset, or a tenant on a golden question set")
+    evaluate.add_argument("id", nargs="?", default=None, help="tenant to evaluate (with --golden)")
+    evaluate.add_argument("--golden", default=None, metavar="FILE.jsonl",
+                          help='questions, one JSON a line: {"q", "expect_url", "a_contains", "lang", "kind"}')
+    evaluate.add_argument("--beir", default=None, metavar="DIR",
+                          help="a BEIR dataset (corpus.jsonl, queries.jsonl, qrels/<split>.tsv), indexed once "
+                               "per model into DATA_DIR/eval-cache")
+    evaluate.add_argument("--mode", choices=["hybrid", "bm25", "dense"], default=None,
+                          help="with --beir: one search mode (default: all three)")
+    evaluate.add_argument("--model", default=None, help="with --beir: embedding model (default: the server default)")
+    evaluate.add_argument("--split", default="test", help="with --beir: qrels split")
+    evaluate.add_argument("--rebuild", action="store_true", help="with --beir: re-embed even if cached")
     return parser
 
 

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
-from ingest.document import Action, Document, Form
+from ingest.actions import action_text, form_text
+from ingest.document import Document
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 LanguageDetector = Callable[[str, str], str]
@@ -126,28 +127,6 @@ def _section_units(
             else:
                 pieces = _split_words(sentence, sentence_tokens, target)
                 yield from zip(pieces, count_tokens(pieces), strict=True)
-
-
-def form_text(form: Form) -> str:
-    fields = []
-    for f in form.fields:
-        notes = [
-            n
-            for n in (
-                "required" if f.required else "",
-                f.type if f.type not in ("text", "") else "",
-            )
-            if n
-        ]
-        label = f.label or f.name
-        fields.append(f"{label} ({', '.join(notes)})" if notes else label)
-    name = form.name or "Form"
-    return f"{name}: {', '.join(fields)}" if fields else name
-
-
-def action_text(action: Action) -> str:
-    label = action.label or action.name.replace("-", " ").replace("_", " ")
-    return f"Action: {label}" + (f" ({action.url})" if action.url else "")
 
 
 def chunk_document(

@@ -1,0 +1,371 @@
+"""Cleaning of extracted text before it is indexed: Unicode and whitespace normalisation, and
+scrubbing of e-mail addresses, phone numbers, secrets and card numbers (SPEC section 4).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import msgspec
+
+from ingest.document import Document, Section
+from store.config import CleanSettings
+
+EMAIL_TOKEN = "[email]"
+PHONE_TOKEN = "[phone]"
+SECRET_TOKEN = "[secret]"
+CARD_TOKEN = "[card]"
+
+# ---------------------------------------------------------------------------------------------
+# Normalisation
+# ---------------------------------------------------------------------------------------------
+
+# NFKC folds these into plain digits, which changes numbers: "1⅔ cups" would become
+# "12⁄3 cups" and "10²" would become "102". They are left exactly as written.
+_NFKC_PROTECTED = re.compile(r"[\u00b2\u00b3\u00b9\u00bc-\u00be\u2070-\u209f\u2150-\u215f\u2189]+")
+
+# Invisible characters that carry no meaning in indexed text (zero-width space, word joiner,
+# BOM, soft hyphen, Mongolian vowel separator, bidi embeddings and isolates, which can also
+# disguise text). ZWJ and ZWNJ (U+200C/U+200D) are kept: Persian, Indic scripts and emoji
+# sequences need them.
+_INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
+)
+# C0/C1 control characters other than tab and newline (handled as whitespace).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LINE_BREAKS = re.compile("\r\n?|[\u2028\u2029\x85]")
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n]+")
+_LEADING_SPACE = re.compile(r"^[^\S\n]+")
+_BLANK_LINES = re.compile(r"\n{3,}")
+
+
+def normalise_unicode(text: str) -> str:
+    """NFKC everywhere except around vulgar fractions and super/subscripts (see above)."""
+    if text.isascii():
+        return text
+    if not _NFKC_PROTECTED.search(text):
+        return unicodedata.normalize("NFKC", text)
+    pieces: list[str] = []
+    last = 0
+    for match in _NFKC_PROTECTED.finditer(text):
+        pieces.append(unicodedata.normalize("NFKC", text[last : match.start()]))
+        pieces.append(match.group())
+        last = match.end()
+    pieces.append(unicodedata.normalize("NFKC", text[last:]))
+    return "".join(pieces)
+
+
+def normalise_whitespace(text: str) -> str:
+    """Collapse spaces within lines, keep single line breaks and one blank line per paragraph.
+
+    Indentation at the start of a line is kept (tabs become four spaces): extracted prose has
+    none, and in code blocks it carries meaning. The text as a whole is stripped.
+    """
+    lines = []
+    for line in text.split("\n"):
+        indent_match = _LEADING_SPACE.match(line)
+        indent = indent_match.group().replace("\t", "    ") if indent_match else ""
+        body = _HORIZONTAL_SPACE.sub(" ", line.strip())
+        lines.append(indent + body if body else "")
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+
+
+def normalise_text(text: str) -> str:
+    text = _LINE_BREAKS.sub("\n", text)
+    text = _CONTROL.sub("", _INVISIBLE.sub("", text))
+    text = normalise_unicode(text)
+    # NFKC can turn a compatibility character into a control or invisible one; sweep again.
+    text = _CONTROL.sub("", _INVISIBLE.sub("", text))
+    return normalise_whitespace(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Detectors: each yields (start, end, replacement) spans over the normalised text
+# ---------------------------------------------------------------------------------------------
+
+Span = tuple[int, int, str]
+
+_EMAIL = re.compile(
+    r"(?<![\w.%+-])[\w.%+-]{1,64}@(?:[^\W_](?:[\w-]{0,61}[^\W_])?\.)+([^\W\d_]{2,24})(?![\w@-])"
+)
+# "logo@2x.png" is an image name, not an address.
+_FILE_SUFFIXES = {"png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "bmp", "tif", "tiff"}
+
+
+def _find_emails(text: str) -> Iterator[Span]:
+    if "@" not in text:  # the regex would otherwise try every word of the text
+        return
+    for match in _EMAIL.finditer(text):
+        if match.group(1).lower() in _FILE_SUFFIXES:
+            continue
+        yield match.start(), match.end(), EMAIL_TOKEN
+
+
+# Phone numbers: deliberately narrow shapes, so that versions (3.11.2), dates, times, years,
+# prices, ISBNs, IP addresses and ids inside URLs stay untouched.
+_PHONE = re.compile(
+    r"""
+    # International: +44 20 7946 0958, +1 (415) 555-2671, +49-30-1234567, +14155552671.
+    (?<![\w+/=\#&%-])\+\d{1,3}+(?:[\ .-]?\(\d{1,4}\))?+(?:[\ .-]?\d{1,5}+){1,6}+(?![\w/]|[.-]\d)
+    # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 415 555 2671.
+    | (?<![\w/=\#&%.-])(?:\(\d{3}\)\ ?|\d{3}[\ .-])\d{3}[\ .-]\d{4}(?![\w/]|[.-]\d)
+    # European national format with a trunk 0: 020 7946 0958, 030 1234567, 06 12 34 56 78.
+    | (?<![\w/=\#&%.-])0\d{1,4}+(?:[\ /.-]\d{2,8}+){1,4}+(?![\w/]|[.-]\d)
+    """,
+    re.VERBOSE,
+)
+_DATE_LIKE = re.compile(r"^\d{1,4}[./-]\d{1,2}[./-]\d{1,4}$")
+_ISBN_CONTEXT = re.compile(r"(?:ISBN|ISSN|DOI)[-:\s\d]*$", re.IGNORECASE)
+
+
+def _digit_count(text: str) -> int:
+    return sum(ch.isdigit() for ch in text)
+
+
+def _is_phone(candidate: str, preceding: str) -> bool:
+    digits = _digit_count(candidate)
+    if candidate.startswith("+"):
+        return 8 <= digits <= 15
+    if _DATE_LIKE.match(candidate) or _ISBN_CONTEXT.search(preceding):
+        return False
+    return 9 <= digits <= 13
+
+
+def _find_phones(text: str) -> Iterator[Span]:
+    for match in _PHONE.finditer(text):
+        if _is_phone(match.group(), text[max(0, match.start() - 24) : match.start()]):
+            yield match.start(), match.end(), PHONE_TOKEN
+
+
+_CARD = re.compile(r"(?<![\w.,/=#-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\w]|[.,-]\d)")
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _find_cards(text: str) -> Iterator[Span]:
+    for match in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and luhn_valid(digits) and len(set(digits)) > 1:
+            yield match.start(), match.end(), CARD_TOKEN
+
+
+def shannon_entropy(text: str) -> float:
+    counts = Counter(text)
+    length = len(text)
+    return -sum(n / length * math.log2(n / length) for n in counts.values())
+
+
+def _has_digit(token: str) -> bool:
+    return any(c.isdigit() for c in token)
+
+
+def _mixed_classes(token: str) -> bool:
+    return _has_digit(token) and any(c.isupper() for c in token) and any(c.islower() for c in token)
+
+
+# Vendor formats in one pattern (one scan of the text instead of one per vendor). Groups whose
+# format could also be an ordinary hyphenated word must contain a digit to count
+# ("sk-learn-style-long-phrase" has none; a real key does).
+_KNOWN_TOKENS = re.compile(
+    r"""
+    \b(?P<aws>(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})\b
+    | \b(?P<openai>sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_-]{20,}+)
+    | \b(?P<stripe>[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+)
+    | \b(?P<github>gh[pousr]_[A-Za-z0-9]{30,}+|github_pat_[A-Za-z0-9_]{22,}+)
+    | \b(?P<gitlab>glpat-[A-Za-z0-9_-]{20,}+)
+    | \b(?P<slack>xox[abposr]-[A-Za-z0-9-]{10,}+)
+    | \b(?P<google>AIza[0-9A-Za-z_-]{35})
+    | \b(?P<jwt>eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+)
+    | (?P<private_key>-----BEGIN[A-Z\ ]{0,30}PRIVATE\ KEY-----[\s\S]*?-----END[A-Z\ ]{0,30}PRIVATE\ KEY-----)
+    """,
+    re.VERBOSE,
+)
+_NEEDS_A_DIGIT = {"openai", "slack"}
+# Only the credential after "Bearer" is secret; the word stays so the text still reads.
+_BEARER = re.compile(r"\b(?:Bearer|Token|Basic)\s+([A-Za-z0-9._~+/-]{16,}+=*+)")
+# Long runs of key-like characters; a run of hex digits is judged as hex, others as base64.
+_TOKEN_RUN = re.compile(r"(?<![\w/+=-])[A-Za-z0-9+/_-]{32,}+={0,2}+(?![\w/+=-])")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials.
+_DIGEST_LABEL = re.compile(
+    r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit|hash)[\s:=#-]*$", re.IGNORECASE
+)
+
+
+def _looks_random_base64(token: str) -> bool:
+    body = token.rstrip("=")
+    return _mixed_classes(body) and "//" not in body and shannon_entropy(body) >= 4.2
+
+
+def _looks_like_a_hex_key(token: str, preceding: str) -> bool:
+    return shannon_entropy(token) >= 3.0 and not _DIGEST_LABEL.search(preceding)
+
+
+# Every vendor format starts with one of these; plain substring tests skip the regex scan
+# (which cannot use a literal prefix) for the vast majority of texts.
+_KNOWN_TOKEN_PREFIXES = (
+    "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "sk-", "sk_", "rk_",
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AIza", "eyJ",
+    "-----BEGIN",
+)  # fmt: skip
+
+
+def _find_secrets(text: str) -> Iterator[Span]:
+    if any(prefix in text for prefix in _KNOWN_TOKEN_PREFIXES):
+        for match in _KNOWN_TOKENS.finditer(text):
+            if match.lastgroup not in _NEEDS_A_DIGIT or _has_digit(match.group()):
+                yield match.start(), match.end(), SECRET_TOKEN
+    if "Bearer" in text or "Token" in text or "Basic" in text:
+        for match in _BEARER.finditer(text):
+            if _has_digit(match.group(1)):
+                yield match.start(1), match.end(1), SECRET_TOKEN
+    for match in _TOKEN_RUN.finditer(text):
+        token = match.group()
+        if _HEX.fullmatch(token):
+            secret = _looks_like_a_hex_key(token, text[max(0, match.start() - 16) : match.start()])
+        else:
+            secret = _looks_random_base64(token)
+        if secret:
+            yield match.start(), match.end(), SECRET_TOKEN
+
+
+# ---------------------------------------------------------------------------------------------
+# Scrubbing
+# ---------------------------------------------------------------------------------------------
+
+
+def _detectors(settings: CleanSettings) -> list[Callable[[str], Iterator[Span]]]:
+    # Order is priority: a secret's digits must not be half-claimed by the phone detector.
+    chosen: list[Callable[[str], Iterator[Span]]] = []
+    if settings.scrub_secrets:
+        chosen.append(_find_secrets)
+    if settings.scrub_cards:
+        chosen.append(_find_cards)
+    if settings.scrub_emails:
+        chosen.append(_find_emails)
+    if settings.scrub_phones:
+        chosen.append(_find_phones)
+    return chosen
+
+
+def _allowed_spans(text: str, allow: list[str]) -> list[tuple[int, int]]:
+    spans = []
+    for allowed in allow:
+        needle = normalise_text(allowed)
+        if not needle:
+            continue
+        start = text.find(needle)
+        while start != -1:
+            spans.append((start, start + len(needle)))
+            start = text.find(needle, start + 1)
+    return spans
+
+
+def _touches_a_token(text: str, start: int, end: int) -> bool:
+    """Whether a match is glued to a placeholder ("[email]+4912345678").
+
+    Before scrubbing, the character there was part of the replaced item and so blocked the
+    match; ignoring it now keeps a second cleaning from finding something the first did not.
+    """
+    return (start > 0 and text[start - 1] == "]") or (end < len(text) and text[end] == "[")
+
+
+def _is_allowed(
+    start: int, end: int, text: str, allowed: list[tuple[int, int]], allow_digits: set[str]
+) -> bool:
+    if any(a_start <= start and end <= a_end for a_start, a_end in allowed):
+        return True
+    # "+1 555 123 4567" is the allow-listed "555-123-4567" written differently.
+    digits = re.sub(r"\D", "", text[start:end])
+    return bool(digits) and any(digits.endswith(d) for d in allow_digits)
+
+
+def scrub(text: str, settings: CleanSettings) -> str:
+    """Replace personal data and secrets in already-normalised text with placeholder tokens.
+
+    Repeated until nothing changes: a replacement changes its neighbours' context ("x@y.zz+1234…"
+    shows a phone number only once the address is gone), and cleaning must be idempotent.
+    """
+    for _ in range(4):
+        scrubbed = _scrub_once(text, settings)
+        if scrubbed == text:
+            break
+        text = scrubbed
+    return text
+
+
+def _scrub_once(text: str, settings: CleanSettings) -> str:
+    detectors = _detectors(settings)
+    if not detectors or not text:
+        return text
+    allowed = _allowed_spans(text, settings.allow)
+    allow_digits = {d for d in (re.sub(r"\D", "", a) for a in settings.allow) if len(d) >= 7}
+    taken: list[Span] = []
+    for detector in detectors:
+        for start, end, token in detector(text):
+            if _touches_a_token(text, start, end):
+                continue
+            if any(start < t_end and t_start < end for t_start, t_end, _ in taken):
+                continue
+            if _is_allowed(start, end, text, allowed, allow_digits):
+                continue
+            taken.append((start, end, token))
+    if not taken:
+        return text
+    taken.sort()
+    pieces: list[str] = []
+    last = 0
+    for start, end, token in taken:
+        pieces.append(text[last:start])
+        pieces.append(token)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def clean_text(text: str, settings: CleanSettings) -> str:
+    """Normalise Unicode and whitespace, then scrub PII and secrets per the tenant's settings."""
+    if not text:
+        return ""
+    return scrub(normalise_text(text), settings)
+
+
+def clean_document(doc: Document, settings: CleanSettings) -> Document:
+    """A copy of ``doc`` whose indexed text (title, description, sections, facts) is cleaned.
+
+    Sections and facts left empty by cleaning are dropped.
+    """
+    sections = []
+    for section in doc.sections:
+        text = clean_text(section.text, settings)
+        if text:
+            path = tuple(clean_text(h, settings) for h in section.heading_path)
+            sections.append(Section(heading_path=path, text=text, kind=section.kind))
+    facts = []
+    for fact in doc.facts:
+        text = clean_text(fact.text, settings)
+        if text:
+            facts.append(msgspec.structs.replace(fact, text=text))
+    return msgspec.structs.replace(
+        doc,
+        title=clean_text(doc.title, settings),
+        description=clean_text(doc.description, settings),
+        sections=sections,
+        facts=facts,
+        breadcrumbs=[c for c in (clean_text(b, settings) for b in doc.breadcrumbs) if c],
+    )
+
+
+__all__ = ["clean_document", "clean_text", "luhn_valid", "normalise_text", "scrub"]

@@ -1,0 +1,332 @@
+"""Cleaning: Unicode and whitespace normalisation, PII and secret scrubbing, allow-lists."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ingest.clean import (
+    CARD_TOKEN,
+    EMAIL_TOKEN,
+    PHONE_TOKEN,
+    SECRET_TOKEN,
+    clean_document,
+    clean_text,
+    luhn_valid,
+)
+from ingest.document import Document, Fact, Section
+from store.config import CleanSettings
+
+DEFAULT = CleanSettings()
+
+
+def clean(text: str, **overrides: object) -> str:
+    return clean_text(text, CleanSettings(**overrides) if overrides else DEFAULT)
+
+
+# --- normalisation ------------------------------------------------------------------------
+
+
+def test_whitespace_collapses_within_lines_and_keeps_paragraph_breaks():
+    text = "  First   line\twith  tabs  \nsecond line\n\n\n\n   \nNew\u00a0paragraph  "
+    assert clean(text) == "First line with tabs\nsecond line\n\nNew paragraph"
+
+
+def test_code_indentation_is_kept():
+    assert clean("def f():\n    return  1\n\tpass") == "def f():\n    return 1\n    pass"
+
+
+def test_line_separators_become_newlines():
+    assert clean("a\r\nb\rc\u2028d\u2029e") == "a\nb\nc\nd\ne"
+
+
+def test_nfkc_folds_compatibility_forms():
+    assert clean("ＡＢＣ１２３ ﬁne ｶﾀｶﾅ") == "ABC123 fine カタカナ"
+
+
+def test_fractions_and_superscripts_keep_their_value():
+    # Plain NFKC would turn "1⅔" into "12⁄3" and "10²" into "102".
+    assert clean("1⅔ cups, ½ tsp, 10² m², H₂O") == "1⅔ cups, ½ tsp, 10² m², H₂O"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "日本語のテキストです。",
+        "Привет, мир",
+        "مرحبا بالعالم",
+        "שלום עולם",
+        "नमस्ते दुनिया",
+        "می\u200cخواهم",  # Persian needs its zero-width non-joiner
+        "👩\u200d💻 developer",  # emoji ZWJ sequence
+        "한국어 텍스트",
+    ],
+)
+def test_non_latin_text_survives_unchanged(text):
+    assert clean(text) == text
+
+
+def test_invisible_and_control_characters_are_removed():
+    text = "zero\u200bwidth soft\u00adhyphen bom\ufeff bell\x07 rtl\u202eoverride nul\x00"
+    assert clean(text) == "zerowidth softhyphen bom bell rtloverride nul"
+
+
+def test_empty_text_stays_empty():
+    assert clean("") == ""
+    assert clean(" \n\t\u200b ") == ""
+
+
+# --- e-mail ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "bob@example.com",
+        "first.last+tag@mail.example.co.uk",
+        "x_y-z@sub.domain.io",
+        "josé@exämple.de",
+    ],
+)
+def test_email_addresses_are_scrubbed(address):
+    assert clean(f"Write to {address}.") == f"Write to {EMAIL_TOKEN}."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "logo@2x.png",
+        "pip install git+https://github.com/pypa/pip.git@1.3.1",
+        "uses: actions/checkout@v4",
+        "@decorator and @media queries",
+        "name @ https://example.com/pkg.whl",
+    ],
+)
+def test_email_lookalikes_are_kept(text):
+    assert clean(text) == text
+
+
+# --- phone numbers --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "phone",
+    [
+        "+44 20 7946 0958",
+        "+1 (415) 555-2671",
+        "+49-30-1234567",
+        "+14155552671",
+        "+33 6 12 34 56 78",
+        "(415) 555-2671",
+        "415-555-2671",
+        "415.555.2671",
+        "415 555 2671",
+        "020 7946 0958",
+        "030 1234567",
+        "06 12 34 56 78",
+        "0171/1234567",
+    ],
+)
+def test_phone_numbers_are_scrubbed(phone):
+    assert clean(f"Call {phone} today") == f"Call {PHONE_TOKEN} today"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Python 3.11.2 and 2024.08.06",
+        "released 2023-02-08 or 08.02.2023 or 8/2/2023",
+        "open 10:30-17:00",
+        "in 1999, 2000 and 2024",
+        "costs $1,234.56 or €1.234,56",
+        "ISBN 978-0-306-40615-7 and ISBN 0-306-40615-2",
+        "https://example.com/orders/0201234567 and ?id=0201234567",
+        "server 192.168.100.1 port 8080",
+        "order #020 7946 0958",
+        "version 0.18.0 of extruct",
+        "12345678901234567890",
+        "score 1 - 2 - 3 - 4",
+    ],
+)
+def test_phone_lookalikes_are_kept(text):
+    assert clean(text) == text
+
+
+# --- secrets --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk-proj-abc123DEF456ghi789JKL012mno",
+        "sk-ant-api03-AbCdEf1234567890abcdef",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+        "ghp_1234567890abcdefghijABCDEFGHIJ123456",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+        "xoxb-1234567890-0987654321-AbCdEfGhIjKl",
+        "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ],
+)
+def test_secrets_are_scrubbed(secret):
+    assert clean(f"key = {secret} here") == f"key = {SECRET_TOKEN} here"
+
+
+def test_bearer_token_keeps_the_scheme_word():
+    assert clean("Authorization: Bearer abc123def456ghi789jkl") == (
+        f"Authorization: Bearer {SECRET_TOKEN}"
+    )
+
+
+def test_private_key_block_is_scrubbed():
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"
+    assert clean(f"before\n{key}\nafter") == f"before\n{SECRET_TOKEN}\nafter"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "--hash=sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        "md5: d41d8cd98f00b204e9800998ecf8427e",
+        "commit 7921be1537eac1e97bc40179a57f0349c2aee67d",
+        "00000000000000000000000000000000000000",
+        "packaging-python-projects-and-distributing-them-to-pypi",
+        "AbstractSingletonProxyFactoryBeanConfigurationManager",
+        "sk-learn-is-a-nickname-people-use-for-scikit-learn",
+        "https://packaging.python.org/en/latest/guides/writing-pyproject-toml/",
+        "Bearer of bad news",
+    ],
+)
+def test_secret_lookalikes_are_kept(text):
+    assert clean(text) == text
+
+
+# --- card numbers -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "card", ["4111 1111 1111 1111", "4111-1111-1111-1111", "5500005555555559", "3782 822463 10005"]
+)
+def test_card_numbers_passing_luhn_are_scrubbed(card):
+    assert clean(f"paid with {card}.") == f"paid with {CARD_TOKEN}."
+
+
+def test_card_like_numbers_failing_luhn_are_kept():
+    assert clean("ref 4111 1111 1111 1112") == "ref 4111 1111 1111 1112"
+
+
+def test_luhn():
+    assert luhn_valid("79927398713")
+    assert not luhn_valid("79927398710")
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+def test_allow_list_keeps_the_sites_own_contact_details():
+    text = "Write to info@shop.example or bob@gmail.com, call +1 555 123 4567 or 555-987-6543."
+    cleaned = clean(text, allow=["info@shop.example", "555-123-4567"])
+    assert (
+        cleaned
+        == f"Write to info@shop.example or {EMAIL_TOKEN}, call +1 555 123 4567 or {PHONE_TOKEN}."
+    )
+
+
+def test_each_scrubber_can_be_switched_off():
+    text = "bob@example.com 415-555-2671 AKIAIOSFODNN7EXAMPLE 4111 1111 1111 1111"
+    assert (
+        clean(text, scrub_emails=False, scrub_phones=False, scrub_secrets=False, scrub_cards=False)
+        == text
+    )
+    assert clean(text, scrub_emails=False).startswith("bob@example.com [phone]")
+
+
+def test_scrubbing_a_large_text_is_fast():
+    text = ("Plain prose with a version 3.11.2 and a date 2024-01-01. " * 20 + "\n\n") * 500
+    started = time.perf_counter()
+    clean(text)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_pathological_inputs_do_not_backtrack():
+    nasty = ["+" + "1" * 5000 + "a", "a@" + "b" * 5000, "0" + " 12" * 3000 + "x", "A" * 100_000]
+    started = time.perf_counter()
+    for text in nasty:
+        clean(text)
+    assert time.perf_counter() - started < 2.0
+
+
+# --- properties -------------------------------------------------------------------------------
+
+_texty = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300) | st.lists(
+    st.sampled_from(
+        [
+            "bob@example.com",
+            "+44 20 7946 0958",
+            " ",
+            "\n",
+            "\n\n",
+            "4111 1111 1111 1111",
+            "½",
+            "AKIAIOSFODNN7EXAMPLE",
+            "3.11.2",
+            "\u200b",
+            "\t",
+            "ﬁ",
+            "x",
+            "Bearer abcdef1234567890xyz",
+        ]
+    ),  # fmt: skip
+    max_size=30,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_texty)
+def test_clean_text_never_raises_and_is_idempotent(text):
+    once = clean(text)
+    assert isinstance(once, str)
+    assert clean(once) == once
+
+
+@settings(max_examples=100, deadline=None)
+@given(_texty)
+def test_clean_text_leaves_no_blank_line_runs_or_edge_whitespace(text):
+    once = clean(text)
+    assert "\n\n\n" not in once
+    assert once == once.strip("\n")
+    assert all(line == line.rstrip() for line in once.split("\n"))
+
+
+# --- documents --------------------------------------------------------------------------------
+
+
+def test_clean_document_cleans_every_indexed_text_and_drops_emptied_parts():
+    doc = Document(
+        url="https://shop.example/contact",
+        canonical_url="https://shop.example/contact",
+        title="Contact\u200b  us",
+        description="Mail  bob@example.com",
+        sections=[
+            Section(heading_path=("Contact",), text="Call  415-555-2671\n\n\n\nThanks"),
+            Section(heading_path=("Empty",), text=" \u200b "),
+        ],
+        facts=[Fact(type="Organization", text="Shop. Email: info@shop.example", data={"a": 1})],
+        breadcrumbs=["Home", "\u200b"],
+    )
+    cleaned = clean_document(doc, CleanSettings(allow=["info@shop.example"]))
+    assert cleaned.title == "Contact us"
+    assert cleaned.description == f"Mail {EMAIL_TOKEN}"
+    assert cleaned.sections == [
+        Section(heading_path=("Contact",), text=f"Call {PHONE_TOKEN}\n\nThanks")
+    ]
+    assert cleaned.facts[0].text == "Shop. Email: info@shop.example"
+    assert cleaned.facts[0].data == {"a": 1}
+    assert cleaned.breadcrumbs == ["Home"]
+    assert doc.title == "Contact\u200b  us"  # the original is untouched

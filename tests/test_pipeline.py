@@ -1,0 +1,315 @@
+"""The crawl pipeline end to end: a real HTTP server on 127.0.0.1 serving the fixture sites,
+real extraction, the real model, a real tenant file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import msgspec
+from ingest.pipeline import CrawlOptions, crawl
+from store.connect import open_connection
+from store.pages import stats
+from tests.conftest import FASTAPI, FASTAPI_ORIGIN, PYPUG, PYPUG_ORIGIN, ROOT
+from tests.sitesrv import Fault, serve_site
+
+pytestmark = pytest.mark.slow
+
+
+def run(tenant, embedder, **options):
+    return asyncio.run(crawl(tenant, embedder, CrawlOptions(rate=0, **options)))
+
+
+@pytest.fixture(scope="module")
+def pypug_copy(tmp_path_factory):
+    """A private copy of the pypug fixture that tests may edit (the shared one is read-only)."""
+    target = tmp_path_factory.mktemp("site") / "pypug"
+    shutil.copytree(PYPUG, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def crawled(pypug_copy, tmp_path_factory):
+    """The pypug copy served over HTTP and crawled once into a tenant."""
+    from app.context import Context
+    from app.settings import Settings
+
+    data = tmp_path_factory.mktemp("crawl") / "data"
+    context = Context(Settings(data_dir=str(data)))
+    with serve_site(pypug_copy, PYPUG_ORIGIN) as server:
+        tenant, _ = context.create_tenant("pypug", server.url + "/", allow_private_network=True)
+        embedder = context.tenant_embedder(tenant)
+        summary = run(tenant, embedder)
+        yield context, tenant, embedder, server, summary
+    context.close()
+
+
+def sitemap_urls(root: Path, origin: str) -> set[str]:
+    import re
+
+    return set(re.findall(r"<loc>([^<]+)</loc>", (root / "sitemap.xml").read_text()))
+
+
+def test_full_crawl_indexes_every_sitemap_page_not_excluded(crawled, pypug_copy):
+    context, tenant, _, server, summary = crawled
+    assert summary.status == "done" and summary.failed == 0, summary
+    expected = {u.replace(PYPUG_ORIGIN, server.url) for u in sitemap_urls(pypug_copy, PYPUG_ORIGIN)}
+    indexed = {
+        r[0] for r in tenant.reader().execute("SELECT url FROM pages WHERE status = 'active'")
+    }
+    noindex = expected - indexed
+    # Every sitemap page is indexed except those that ask not to be (meta robots noindex).
+    assert len(noindex) <= 1, noindex
+    for url in noindex:
+        assert (
+            b"noindex"
+            in (pypug_copy / url.replace(server.url + "/", "")).joinpath("index.html").read_bytes()
+        )
+    assert not any("/_sources/" in u for u in indexed)  # robots.txt disallows it
+    assert all(h.path != "/_sources/" for h in server.requests if h.path.startswith("/_sources"))
+    assert not [h for h in server.requests if h.path.startswith("/_sources")]
+    coverage = stats(tenant.reader())
+    assert coverage.sitemap_covered >= coverage.sitemap_urls - 1
+
+
+def test_unchanged_recrawl_embeds_nothing_and_transfers_no_bodies(crawled):
+    _, tenant, embedder, server, _ = crawled
+    before = len(server.requests)
+    summary = run(tenant, embedder)
+    new = server.requests[before:]
+    page_hits = [h for h in new if h.path.endswith("/") or h.path.endswith(".html")]
+    assert summary.chunks_embedded == 0 and summary.fetched == 0
+    # Pages with an unchanged sitemap lastmod are not requested at all; the rest answer 304.
+    assert all(h.status in (304, 200) for h in page_hits)
+    bodies = [h for h in page_hits if h.status == 200 and h.body_bytes > 0]
+    assert len(bodies) <= 1, bodies  # only the noindex page, which is never stored, is re-read
+    assert len(page_hits) <= 3
+
+
+def test_touching_one_page_reembeds_only_its_changed_chunks(crawled, pypug_copy):
+    _, tenant, embedder, server, _ = crawled
+    page = pypug_copy / "guides" / "using-testpypi" / "index.html"
+    html = page.read_text()
+    marker = "Frontdesk test paragraph: the zebra-striped upload checklist lives here."
+    page.write_text(html.replace("</h1>", "</h1>\n<p>" + marker + "</p>", 1))
+    os.utime(page, (time.time() + 5, time.time() + 5))
+    sitemap = pypug_copy / "sitemap.xml"
+    sitemap_text = sitemap.read_text()
+    # A site update also bumps the page's lastmod in the sitemap.
+    loc = f"{PYPUG_ORIGIN}/guides/using-testpypi/</loc>"
+    start = sitemap_text.index(loc)
+    lastmod_start = sitemap_text.index("<lastmod>", start) + len("<lastmod>")
+    lastmod_end = sitemap_text.index("</lastmod>", lastmod_start)
+    sitemap.write_text(sitemap_text[:lastmod_start] + "2099-01-01" + sitemap_text[lastmod_end:])
+    summary = run(tenant, embedder)
+    assert summary.fetched == 1, summary
+    total = (
+        tenant.reader()
+        .execute(
+            "SELECT count(*) FROM page_chunks pc JOIN pages p ON p.id = pc.page_id WHERE p.url LIKE '%using-testpypi/'"
+        )
+        .fetchone()[0]
+    )
+    assert 1 <= summary.chunks_embedded < total
+    from app.context import Context  # noqa: F401  (search through the store directly)
+    from store.search import search
+
+    hits = search(
+        tenant.reader(),
+        "zebra-striped upload checklist",
+        embedder.embed_query("zebra-striped upload checklist"),
+        k=3,
+    ).hits
+    assert hits[0].url.endswith("/guides/using-testpypi/") and "zebra" in hits[0].text
+
+
+def test_deleting_a_page_removes_it_from_search(crawled, pypug_copy):
+    _, tenant, embedder, server, _ = crawled
+    victim = pypug_copy / "guides" / "analyzing-pypi-package-downloads" / "index.html"
+    victim.unlink()
+    summary = run(tenant, embedder, full=True)
+    assert summary.removed == 1, summary
+    row = (
+        tenant.reader()
+        .execute(
+            "SELECT status, gone_reason FROM pages WHERE url LIKE '%analyzing-pypi-package-downloads/'"
+        )
+        .fetchone()
+    )
+    assert row == ("gone", "http_404")
+    from store.search import search
+
+    query = "analyze download statistics of my package with bigquery"
+    hits = search(tenant.reader(), query, embedder.embed_query(query), k=10).hits
+    assert not any("analyzing-pypi-package-downloads" in h.url for h in hits)
+
+
+def test_faults_are_skipped_with_reasons_and_nothing_is_lost(crawled, pypug_copy):
+    _, tenant, embedder, server, _ = crawled
+    before = stats(tenant.reader())
+    server.faults["/guides/using-manifest-in/"] = Fault(status=500)
+    server.faults["/specifications/pypirc/"] = Fault(gzip_bomb=200_000_000)
+    server.faults["/glossary/"] = Fault(content_type="application/pdf")
+    server.faults["/tutorials/index.html"] = Fault(
+        redirect="http://169.254.169.254/latest/meta-data/"
+    )
+    config = tenant.config()
+    tenant.set_config(
+        msgspec.structs.replace(
+            config, crawl=msgspec.structs.replace(config.crawl, retries=2, timeout=5.0)
+        )
+    )
+    try:
+        summary = run(tenant, embedder, full=True)
+    finally:
+        server.faults.clear()
+    assert summary.failed >= 3, summary
+    assert {"http_500", "not_html"} <= set(summary.errors), summary.errors
+    after = stats(tenant.reader())
+    assert (
+        after.pages == before.pages and after.chunks == before.chunks
+    )  # nothing already indexed is lost
+    errors = dict(
+        tenant.reader()
+        .execute(
+            "SELECT url, reason FROM crawl_errors WHERE run_id = (SELECT max(id) FROM crawl_runs)"
+        )
+        .fetchall()
+    )
+    assert any(u.endswith("/guides/using-manifest-in/") for u in errors)
+
+
+def test_reparse_rebuilds_from_cached_html_without_the_network(crawled):
+    _, tenant, embedder, server, _ = crawled
+    before_requests = len(server.requests)
+    summary = run(tenant, embedder, reparse=True)
+    assert len(server.requests) == before_requests
+    assert summary.status == "done" and summary.failed == 0 and summary.pages_found > 80
+    assert summary.chunks_embedded == 0  # same HTML → same chunk texts → nothing to embed
+
+
+def test_fastapi_languages_per_chunk(tmp_path):
+    """es/ and de/ pages index as Spanish and German; their untranslated pages as English."""
+    from app.context import Context
+    from app.settings import Settings
+
+    context = Context(Settings(data_dir=str(tmp_path / "data")))
+    with serve_site(FASTAPI, FASTAPI_ORIGIN) as server:
+        tenant, _ = context.create_tenant("fastapi", server.url + "/", allow_private_network=True)
+        config = tenant.config()
+        # A slice of each language keeps this test fast; the full site is a benchmark.
+        tenant.set_config(
+            msgspec.structs.replace(
+                config,
+                crawl=msgspec.structs.replace(
+                    config.crawl,
+                    allow=[r"/(es/|de/)?(tutorial/(first-steps|query-params|body)/|features/|$)"],
+                ),
+            )
+        )
+        summary = run(tenant, context.tenant_embedder(tenant))
+    assert summary.status == "done" and summary.fetched >= 9, summary
+    rows = (
+        tenant.reader()
+        .execute(
+            "SELECT p.url, c.lang FROM chunks c JOIN page_chunks pc ON pc.chunk_id = c.id JOIN pages p ON p.id = pc.page_id "
+            "WHERE c.kind = 'prose'"
+        )
+        .fetchall()
+    )
+    by_section: dict[str, set[str]] = {"es": set(), "de": set(), "en": set()}
+    for url, lang in rows:
+        section = url.removeprefix(server.url + "/").split("/")[0]
+        by_section.get(section if section in ("es", "de") else "en", set()).add(lang)
+    assert by_section["en"] == {"en"}
+    assert "es" in by_section["es"] and "de" in by_section["de"]
+    context.close()
+
+
+def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path, pypug_copy):
+    data = tmp_path / "data"
+    env = {**os.environ, "FRONTDESK_DATA_DIR": str(data)}
+    with serve_site(pypug_copy, PYPUG_ORIGIN) as server:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "tenant",
+                "create",
+                "kill",
+                "--site",
+                server.url + "/",
+                "--allow-private-network",
+                "--json",
+            ],
+            check=True,
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+        )
+        child = subprocess.Popen(
+            [sys.executable, "-m", "app", "crawl", "kill", "--rate", "0"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        db = data / "tenants" / "kill.db"
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            conn = open_connection(db, readonly=True)
+            pages = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+            conn.close()
+            if pages >= 10:
+                break
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        conn = open_connection(db)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.execute("INSERT INTO chunk_fts(chunk_fts) VALUES ('integrity-check')")
+        # No half page: every stored page has its chunks, every chunk its vector.
+        assert (
+            conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            == conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]
+        )
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM pages p WHERE status = 'active' AND NOT EXISTS "
+                "(SELECT 1 FROM page_chunks WHERE page_id = p.id)"
+            ).fetchone()[0]
+            == 0
+        )
+        done_before = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+        conn.close()
+        assert 10 <= done_before < 92
+        rerun = subprocess.run(
+            [sys.executable, "-m", "app", "crawl", "kill", "--rate", "0", "--json"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        import json
+
+        summary = json.loads(rerun.stdout)
+        assert summary["status"] == "done"
+        assert (
+            summary["fetched"] <= 92 - done_before + 2
+        )  # the pages done before the kill are not redone
+        conn = open_connection(db)
+        assert (
+            conn.execute("SELECT count(*) FROM pages WHERE status = 'active'").fetchone()[0] == 92
+        )
+        conn.close()
