@@ -207,6 +207,32 @@ def _cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: l
     return {int(r): float(np.frombuffer(blob, dtype=np.float32) @ query) for r, blob in rows}
 
 
+def _boost_page(conn: apsw.Connection, fused: dict[int, float], page_url: str, boost: float,
+                vector: np.ndarray | None) -> None:
+    """Prefer the page the visitor is on: "how do I install it?" asked on a page is about that page.
+
+    The page's best chunks are scored on the fused scale by how similar they are to the query
+    compared with the best site-wide candidate, then lifted by `boost` x the top score: a page
+    about as relevant as the best hit wins; an unrelated page does not bury a real answer.
+    """
+    on_page = [r[0] for r in conn.execute(
+        "SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id WHERE p.url = ? AND p.status = 'active'",
+        (page_url,),
+    )]
+    if not on_page or not fused:
+        return
+    top = max(fused.values())
+    if vector is not None:
+        leaders = [cid for cid, _ in sorted(fused.items(), key=lambda item: -item[1])[:5]]
+        best = max(_cosine_similarities(conn, vector, leaders).values(), default=0.0)
+        similar = sorted(_cosine_similarities(conn, vector, on_page[:500]).items(), key=lambda item: -item[1])[:3]
+        for chunk_id, similarity in similar:
+            estimate = top * max(0.0, similarity) / best if best > 0 else 0.0
+            fused[chunk_id] = max(fused.get(chunk_id, 0.0), estimate)
+    for chunk_id in fused.keys() & set(on_page):
+        fused[chunk_id] += boost * top
+
+
 def search(
     conn: apsw.Connection,
     text: str,
@@ -250,16 +276,7 @@ def search(
         started = time.perf_counter()
         fused = fuse(dense, lexical, params, mode)
         if boost and boost_url:
-            on_page = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id WHERE p.url = ?",
-                    (boost_url,),
-                )
-            }
-            top = max(fused.values(), default=0.0)
-            for chunk_id in fused.keys() & on_page:
-                fused[chunk_id] += boost * top
+            _boost_page(conn, fused, boost_url, boost, vector)
         ranked = sorted(fused.items(), key=lambda item: -item[1])
         dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
         bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}

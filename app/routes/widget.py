@@ -12,11 +12,12 @@ from pathlib import Path
 import anyio
 import msgspec
 from litestar import Request, Response, get, post, route
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
 from app.answer import Answerer, check_question
-from app.events import ChatRequest, ErrorEvent, FeedbackRequest, event_name
+from app.events import ChatRequest, ErrorBody, ErrorEvent, FeedbackRequest, event_name
 from store import conversations
 from store.errors import Forbidden, FrontdeskError, InvalidInput, PayloadTooLarge, Unauthorized
 from store.tenants import Tenant
@@ -102,7 +103,20 @@ async def _sse(answerer: Answerer, tenant: Tenant, body: ChatRequest) -> AsyncIt
         await events.aclose()
 
 
-@post("/v1/chat", status_code=200, summary="Ask a question; answer streamed as Server-Sent Events")
+WIDGET_ERRORS = {
+    status: ResponseSpec(data_container=ErrorBody, description=description)
+    for status, description in (
+        (400, "Invalid request or empty question: `{code, message}`"),
+        (401, "Unknown widget key"),
+        (403, "The request's Origin is not allowed for this key"),
+        (413, "Body or question too long"),
+        (429, "Rate limited; see Retry-After"),
+    )
+}
+
+
+@post("/v1/chat", status_code=200, summary="Ask a question; answer streamed as Server-Sent Events",
+      responses=WIDGET_ERRORS)
 async def chat(request: Request) -> Response:
     state = request.app.state
     origin = request.headers.get("origin")
@@ -116,7 +130,7 @@ async def chat(request: Request) -> Response:
     return ServerSentEvent(_sse(state.answerer, tenant, body), headers=cors(origin))
 
 
-@post("/v1/feedback", status_code=200, summary="Thumbs up or down on an answer")
+@post("/v1/feedback", status_code=200, summary="Thumbs up or down on an answer", responses=WIDGET_ERRORS)
 async def feedback(request: Request) -> Response:
     state = request.app.state
     origin = request.headers.get("origin")
