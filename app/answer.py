@@ -278,6 +278,8 @@ class Answerer:
                 self._refresh_later(tenant, request, cache_key)
             if cached is not None:
                 turn.source, turn.confidence, turn.answered = "cache", cached.confidence, cached.answered
+                if not cached.answered:  # still a knowledge gap, asked once more
+                    turn.gap_normalized = normalize_question(question)
                 yield MetaEvent(conversation_id=conversation_id, confidence=cached.confidence, lang=lang,
                                 answered=cached.answered, source="cache")
                 for piece in re.findall(r"\S+\s*|\s+", cached.text):

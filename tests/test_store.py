@@ -254,3 +254,26 @@ def test_checkpoint_on_close_leaves_a_complete_db_file(registry, tmp_path):
     conn = open_connection(copy)
     assert conn.execute("SELECT text FROM chunks").fetchall() == [("durable",)]
     conn.close()
+
+
+def test_similar_gaps_are_grouped(registry):
+    from store.conversations import Turn, gaps, save_turn
+
+    tenant, _ = make(registry)
+    base = np.zeros(DIM, dtype=np.float32)
+    base[0] = 1.0
+    near = base.copy()
+    near[1] = 0.2
+    near /= np.linalg.norm(near)
+    far = np.zeros(DIM, dtype=np.float32)
+    far[3] = 1.0
+    with tenant.write() as conn:
+        for n, (question, vector) in enumerate([("Do you sell bicycles?", base), ("do you sell bikes", near),
+                                                ("Do you sell bicycles?", base), ("Is there parking?", far)]):
+            save_turn(conn, Turn(conversation_id=f"c{n}", message_id=f"m{n}", question=question, answer="",
+                                 confidence=0.0, lang="en", source="not_found", answered=False,
+                                 gap_normalized=question.lower().strip("?"), gap_vector=vector.tobytes()))
+    grouped = gaps(tenant.reader())
+    assert [g.count for g in grouped] == [3, 1]
+    assert grouped[0].question.lower().startswith("do you sell") and len(grouped[0].similar) == 1
+    assert grouped[1].question == "Is there parking?"
