@@ -1,0 +1,161 @@
+"""The hot path under load (SPEC section 10): time to first token and total time, server side and
+as the client sees it, for the extractive answerer on a 10k-chunk tenant, with 1, 10 and 50
+concurrent streams over loopback; RSS of the server process idle and under load.
+
+The tenant is the pypug fixture (real text, real questions) topped up to 10,000 chunks with
+synthetic passages; the answer cache is off so every request runs the whole pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from app.context import Context
+from app.settings import Settings
+from ingest.folder import index_folder
+from tests.bench.bench_store import real_texts
+from tests.bench.common import percentiles, print_table
+from tests.conftest import PYPUG, PYPUG_ORIGIN
+from tests.server import run_server
+from tests.test_search import PYPUG_QUESTIONS
+
+TARGET_CHUNKS = 10_000
+
+
+def _top_up(tenant, embedder, target: int) -> int:
+    """Add synthetic pages until the tenant holds `target` chunks (vectors: noisy mixtures of
+    real passage embeddings, text: shuffled real words), written straight to the store."""
+    from ingest.chunk import chunk_uid, content_hash
+    from store.pages import ChunkRow, PageWrite, write_page
+
+    have = tenant.reader().execute("SELECT count(*) FROM chunks").fetchone()[0]
+    texts = real_texts(200)
+    base = embedder.embed(texts)
+    rng = np.random.default_rng(3)
+    words = " ".join(texts).split()
+    page = 0
+    while have < target:
+        with tenant.write() as conn:
+            for _ in range(50):
+                rows = []
+                for position in range(10):
+                    text = " ".join(rng.choice(words, size=160))
+                    mix = base[rng.integers(len(base), size=2)]
+                    vector = mix[0] * 0.7 + mix[1] * 0.3 + rng.normal(scale=0.02, size=base.shape[1])
+                    vector = (vector / np.linalg.norm(vector)).astype(np.float32)
+                    rows.append(ChunkRow(hash=content_hash("prose", text), kind="prose", lang="en", text=text,
+                                         heading_path=("Synthetic",), position=position,
+                                         uid=chunk_uid(f"s{page}", position, text), tokens=200, vector=vector.tobytes()))
+                write_page(conn, PageWrite(url=f"{PYPUG_ORIGIN}/synthetic/{page}/", title=f"Synthetic {page}",
+                                           content_hash=str(page), chunks=rows))
+                page += 1
+                have += 10
+            tenant.bump_generation(conn)
+    return have
+
+
+async def _one(client: httpx.AsyncClient, base: str, key: str, question: str) -> dict:
+    started = time.perf_counter()
+    first = None
+    server = {}
+    async with client.stream("POST", f"{base}/v1/chat", json={"key": key, "question": question},
+                             headers={"Origin": PYPUG_ORIGIN}) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return {"status": response.status_code}
+        name = None
+        async for line in response.aiter_lines():
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                if name == "token" and first is None:
+                    first = time.perf_counter()
+                elif name == "done":
+                    server = json.loads(line[5:])
+    end = time.perf_counter()
+    return {"status": 200, "client_ttft_ms": ((first or end) - started) * 1000, "client_total_ms": (end - started) * 1000,
+            "server_ttft_ms": server.get("ttft_ms"), "server_total_ms": server.get("latency_ms")}
+
+
+def _server_rss_mb(base_pid: int) -> float:
+    """RSS of the granian worker(s) serving the app: the children of the serve process."""
+    total = 0
+    out = subprocess.run(["ps", "-o", "pid=,rss=", "--ppid", str(base_pid)], capture_output=True, text=True).stdout
+    rows = [line.split() for line in out.strip().splitlines() if line.strip()]
+    for pid, rss in rows:
+        total += int(rss)
+    own = subprocess.run(["ps", "-o", "rss=", "-p", str(base_pid)], capture_output=True, text=True).stdout.strip()
+    return (total or int(own or 0)) / 1024
+
+
+async def _load(base: str, key: str, concurrency: int, requests: int, questions: list[str]) -> list[dict]:
+    results: list[dict] = []
+    queue = list(range(requests))
+    limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+        async def worker() -> None:
+            while queue:
+                n = queue.pop()
+                results.append(await _one(client, base, key, questions[n % len(questions)] + f" (#{n})"))
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return results
+
+
+def _serve_pid(port_url: str) -> int | None:
+    port = port_url.rsplit(":", 1)[1]
+    out = subprocess.run(["pgrep", "-f", f"serve --host 127.0.0.1 --port {port}"], capture_output=True, text=True).stdout
+    pids = [int(p) for p in out.split()]
+    return min(pids) if pids else None
+
+
+def run(quick: bool = False) -> dict:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        context = Context(Settings(data_dir=str(data)))
+        tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
+        embedder = context.tenant_embedder(tenant)
+        index_folder(tenant, embedder, PYPUG, PYPUG_ORIGIN + "/")
+        chunks = _top_up(tenant, embedder, TARGET_CHUNKS)
+        key = tenant.widget_key
+        context.close()
+        questions = [q for q, _ in PYPUG_QUESTIONS]
+        with run_server(data, cache_entries=0, rate_per_ip=100000, rate_burst_ip=100000,
+                        rate_per_tenant=100000) as base:
+            pid = _serve_pid(base)
+            asyncio.run(_load(base, key, 1, 5, questions))  # warm up
+            idle_rss = _server_rss_mb(pid) if pid else float("nan")
+            peak_rss = idle_rss
+            for concurrency in (1, 10, 50):
+                requests = {1: 30, 10: 100, 50: 200}[concurrency] // (3 if quick else 1)
+                started = time.perf_counter()
+                results = asyncio.run(_load(base, key, concurrency, requests, questions))
+                wall = time.perf_counter() - started
+                if pid:
+                    peak_rss = max(peak_rss, _server_rss_mb(pid))
+                ok = [r for r in results if r["status"] == 200]
+                row = {"concurrency": concurrency, "requests": len(results), "ok": len(ok),
+                       "answers_per_s": round(len(ok) / wall, 1)}
+                for key_name in ("server_ttft_ms", "client_ttft_ms", "server_total_ms"):
+                    stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
+                    row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"],
+                                f"{key_name}_p99": stats["p99"]})
+                rows.append(row)
+            after_rss = _server_rss_mb(pid) if pid else float("nan")
+    print_table(f"Answer latency, extractive answerer, {chunks}-chunk tenant, cache off, loopback",
+                rows, ["concurrency", "requests", "ok", "answers_per_s", "server_ttft_ms_p50", "server_ttft_ms_p95",
+                       "server_ttft_ms_p99", "client_ttft_ms_p50", "client_ttft_ms_p95", "server_total_ms_p95"])
+    print(f"\nserver RSS: idle {idle_rss:.0f} MB, peak under load {peak_rss:.0f} MB, after {after_rss:.0f} MB "
+          f"(bar: TTFT p95 < 50 ms server side; idle RSS < 300 MB)")
+    return {"chunks": chunks, "rows": rows, "rss_idle_mb": idle_rss, "rss_peak_mb": peak_rss,
+            "rss_after_mb": after_rss, "cpus": os.cpu_count()}
