@@ -82,11 +82,18 @@ def index_folder(ctx: Context, args: argparse.Namespace) -> None:
     emit(args, summary, " ".join(f"{k}={v}" for k, v in msgspec.to_builtins(summary).items()))
 
 
+def show_crawl(progress: Progress, event) -> None:
+    """Pages taken from the queue so far, of those plus the ones still queued."""
+    from ingest.pipeline import summary_line
+
+    progress.update(event.found, event.found + event.queued, summary_line(event))
+
+
 @command("crawl")
 def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     import asyncio
 
-    from ingest.pipeline import CrawlOptions, crawl, summary_line
+    from ingest.pipeline import CrawlOptions, crawl
 
     tenant = ctx.tenant(args.id)
     embedder = ctx.tenant_embedder(tenant)
@@ -94,11 +101,7 @@ def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     options = CrawlOptions(full=args.full, reparse=args.reparse, max_pages=args.max_pages, rate=args.rate,
                            urls=args.url or None)
 
-    def show(event) -> None:
-        done = event.fetched + event.not_modified + event.unchanged + event.failed
-        progress.update(done, done + event.queued if event.queued else None, summary_line(event))
-
-    summary = asyncio.run(crawl(tenant, embedder, options, on_progress=show))
+    summary = asyncio.run(crawl(tenant, embedder, options, on_progress=lambda event: show_crawl(progress, event)))
     progress.finish()
     data = msgspec.to_builtins(summary)
     emit(args, data, " ".join(f"{k}={v}" for k, v in data.items() if k not in ("skipped", "errors"))
@@ -376,7 +379,7 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
     import asyncio
 
     from app.demo.server import DemoSite
-    from ingest.pipeline import CrawlOptions, crawl, summary_line
+    from ingest.pipeline import CrawlOptions, crawl
 
     port = args.port or free_port(8000)
     frontdesk_origin = f"http://127.0.0.1:{port}"
@@ -397,15 +400,15 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
         site.widget_key = tenant.widget_key
         progress = Progress("crawl demo")
 
-        def show(event) -> None:
-            done = event.fetched + event.not_modified + event.unchanged + event.failed
-            progress.update(done, done + event.queued if event.queued else None, summary_line(event))
-
-        summary = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(rate=0), on_progress=show))
+        summary = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(rate=0),
+                                    on_progress=lambda event: show_crawl(progress, event)))
         progress.finish()
         sys.stderr.write(f"indexed the sample site: {summary.fetched} pages fetched, {summary.skipped_unchanged} "
                          f"unchanged, {summary.chunks_embedded} chunks embedded in {summary.seconds:.1f}s\n")
         ctx.close()
+        if args.no_serve:
+            sys.stdout.write(f"\nThe demo tenant is ready. Sample site (served only while this runs): {site.url}/\n")
+            return
         sys.stdout.write(
             f"\nfrontdesk is running.\n"
             f"  Open the sample site: {site.url}/  (the chat button is at the bottom right)\n"
@@ -413,8 +416,6 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
             f"  API: {frontdesk_origin}/v1/chat   metrics: {frontdesk_origin}/metrics   Ctrl-C stops both.\n\n"
         )
         sys.stdout.flush()
-        if args.no_serve:
-            return
         serve(ctx.settings, host="127.0.0.1", port=port)
     finally:
         site.close()

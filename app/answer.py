@@ -44,7 +44,7 @@ from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
-from store.search import Filters, search
+from store.search import search
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -189,12 +189,14 @@ class Answerer:
                 source = sources[seen_urls[hit.url]]
                 if source.text.count("\n\n") < 1 and hit.similarity > 0.2:
                     source.text += "\n\n" + hit.text
+                    source.context += " " + " ".join(hit.heading_path)
                 continue
             if len(sources) >= settings.max_sources:
                 continue
             seen_urls[hit.url] = len(sources)
             sources.append(Source(n=len(sources) + 1, title=hit.title, url=hit.url, text=hit.text, kind=hit.kind,
-                                  score=hit.score, similarity=hit.similarity, chunk_id=hit.chunk_id))
+                                  context=" ".join(hit.heading_path), score=hit.score,
+                                  similarity=hit.similarity, chunk_id=hit.chunk_id))
         if page_text and page and len(vectors) > 1:
             similarity = float(vectors[1] @ vector)
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
@@ -398,16 +400,12 @@ def snippet(text: str, limit: int = 200) -> str:
 
 
 def cited_sources(answer: str, sources: list[Source]) -> list[Source]:
-    """The sources the answer cites by number, in citation order; all of them if it cites none."""
-    numbers = []
-    for match in _CITE.finditer(answer):
-        n = int(match.group(1))
-        if n not in numbers and any(s.n == n for s in sources):
-            numbers.append(n)
+    """The citation list, in source-number order so that marker [n] is the n-th link: every
+    source up to the highest number the answer cites (the top three if it cites none)."""
+    numbers = {int(m.group(1)) for m in _CITE.finditer(answer)} & {s.n for s in sources}
     if not numbers:
         return sources[:3]
-    by_number = {s.n: s for s in sources}
-    return [by_number[n] for n in numbers]
+    return [s for s in sorted(sources, key=lambda s: s.n) if s.n <= max(numbers)]
 
 
 def vector_of(blob: bytes) -> np.ndarray:

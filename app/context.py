@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.settings import Settings
 from ingest.embed import MODELS, Embedder, shared_embedder
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.migrations import check_model, read_meta
 from store.search import Filters, FusionParams, Mode, SearchResult, search
 from store.tenants import Tenant, TenantRegistry, validate_tenant_id
-
-from app.settings import Settings
 
 
 class Context:

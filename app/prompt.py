@@ -29,6 +29,8 @@ class Source(msgspec.Struct, kw_only=True):
     url: str
     text: str
     kind: str = "prose"
+    context: str = ""
+    """Heading paths of the passages: what the text is about when the text itself does not say."""
     score: float = 0.0
     similarity: float = 0.0
     chunk_id: int | None = None

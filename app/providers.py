@@ -45,34 +45,58 @@ _PIECE = re.compile(r"\S+\s*")
 
 
 def _stem(word: str) -> str:
-    return word[:5] if len(word) > 5 else word
+    """A light, language-blind stem: plural endings off, then the first five letters."""
+    word = word.lower().removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5]
+
+
+def _words(text: str) -> set[str]:
+    return {_stem(w) for w in re.findall(r"\w+", text)}
 
 
 def _candidates(source: Source) -> list[str]:
-    """The sentences of a source an answer may quote; an FAQ pair quotes its answer whole."""
-    match = _FAQ.match(source.text)
-    if match:
-        return [match.group("a").strip()]
-    if source.kind in ("fact", "form", "action"):
-        return [source.text.strip()]
-    sentences = []
-    for block in source.text.split("\n\n"):
-        sentences.extend(split_sentences(block))
+    """The sentences of a source an answer may quote. A fact is quoted whole and an FAQ pair by
+    its answer; a question is never an answer, so sentences ending in '?' are left out."""
+    sentences: list[str] = []
+    for number, block in enumerate(source.text.split("\n\n")):
+        match = _FAQ.match(block)
+        if match:
+            sentences.append(match.group("a").strip())
+        elif number == 0 and source.kind in ("fact", "form", "action"):
+            sentences.append(block.strip())
+        else:
+            sentences.extend(s for s in split_sentences(block) if not s.rstrip().endswith(("?", "？")))
     return [s for s in sentences if len(s) > 2]
+
+
+# Questions that ask for a number (price, time, date, size) prefer sentences that carry one.
+_WANTS_NUMBER = re.compile(
+    r"\b(how much|how many|how long|price|cost|costs|fee|when|what time|hours?|open|close|"
+    r"cu[aá]nto|cu[aá]ndo|precio|horario|abr[ei]|wie viel|wann|preis|kosten|uhr)\b", re.I)
+_HAS_NUMBER = re.compile(r"[\d$€£]")
 
 
 def select_sentences(question: str, sources: list[Source], *, max_sentences: int = 4,
                      max_chars: int = 700) -> list[tuple[int, str]]:
     """Pick (source number, sentence) pairs that answer best, in the order they should be read."""
     terms = {_stem(t) for t in fts_terms(question)}
+    wants_number = bool(_WANTS_NUMBER.search(question))
     scored: list[tuple[float, int, int, str]] = []  # score, source index, position, sentence
     for index, source in enumerate(sources[:4]):
+        about = _words(source.context)
         for position, sentence in enumerate(_candidates(source)):
-            words = {_stem(w.lower()) for w in re.findall(r"\w+", sentence)}
-            overlap = len(terms & words) / max(1, len(terms))
+            words = _words(sentence)
+            # Words of the sentence count fully, words only in its headings half.
+            overlap = (len(terms & words) + 0.5 * len((terms & about) - words)) / max(1, len(terms))
             score = overlap + 0.6 / (index + 1) + (0.15 if position == 0 else 0.0)
             if source.kind in ("faq", "fact"):
                 score += 0.2
+            if wants_number and _HAS_NUMBER.search(sentence):
+                score += 0.25
             scored.append((score, index, position, sentence))
     if not scored:
         return []
@@ -82,8 +106,13 @@ def select_sentences(question: str, sources: list[Source], *, max_sentences: int
     for score, index, position, sentence in scored:
         if len(chosen) >= max_sentences or (chosen and score < 0.6 * best):
             break
+        if chosen and terms and not terms & (_words(sentence) | _words(sources[index].context)):
+            continue  # beyond the best sentence, only sentences about a word of the question
         if used + len(sentence) > max_chars and chosen:
             continue
+        folded = sentence.casefold()
+        if any(folded in other.casefold() or other.casefold() in folded for _, _, other in chosen):
+            continue  # the same words again (an FAQ answer is also on its page as prose)
         chosen.append((index, position, sentence))
         used += len(sentence)
     chosen.sort(key=lambda item: (item[0], item[1]))

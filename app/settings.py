@@ -26,6 +26,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Server admin bearer token for /admin and /a2a; empty disables the server-wide token."""
     model: str = "minilm-l6-v2-int8"
     """Default embedding model for new tenants."""
+    model_cache_dir: str = ""
+    """Where the int8 model copy is made once and kept; default DATA_DIR/models."""
     embed_threads: int = 0
     """onnxruntime threads for embedding; 0 means one per core."""
     public_url: str = ""
@@ -79,4 +81,4 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def model_cache(self) -> Path:
-        return Path(self.data_dir) / "models"
+        return Path(self.model_cache_dir) if self.model_cache_dir else Path(self.data_dir) / "models"

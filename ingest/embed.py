@@ -114,7 +114,7 @@ class OnnxMiniLM(Embedder):
         fp32 = self._assets / "onnx" / "model.onnx"
         if not self.int8:
             return fp32
-        cache = (self.cache_dir or Path.home() / ".cache" / "frontdesk") / "models"
+        cache = self.cache_dir or Path.home() / ".cache" / "frontdesk" / "models"
         target = cache / "all-MiniLM-L6-v2.int8-per-channel.onnx"
         if not target.exists():
             cache.mkdir(parents=True, exist_ok=True)

@@ -65,8 +65,8 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_confidence: float = 0.2
     """Below this confidence the visitor gets the honest 'not found on this site' answer."""
     min_chunks: int = 1
-    page_boost: float = 0.25
-    """Extra fused score for chunks from the page the visitor is on."""
+    page_boost: float = 0.1
+    """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5
 
 

@@ -138,7 +138,7 @@
     .k.o{background:var(--bg);color:var(--fg);border:1px solid var(--bd)}
     .cn{padding:0 12px 6px;font-size:12px;color:var(--mu);text-align:end}
     @media (max-width:480px){.p,.left .p{inset:0;width:auto;max-width:none;height:auto;border:0;
-      border-radius:0}.open .l{display:none}
+      border-radius:0}.open .l{display:none}}
     @media (prefers-reduced-motion:reduce){*,::before,::after{transition:none!important;animation:none!important}}
     @media (forced-colors:active){.l,.b,.k,.p{border:1px solid CanvasText}}
     @media print{.w{display:none}}
@@ -328,7 +328,10 @@
     var dis = b || rateUntil > Date.now();
     if (dis && host.shadowRoot.activeElement === sendBtn) input.focus();
     sendBtn.disabled = dis;
-    stopBtn.hidden = !b;
+    if (stopBtn.hidden !== !b) {
+      stopBtn.hidden = !b;
+      grow(); // the Stop button takes width from the box: re-fit text given back or typed meanwhile
+    }
     if (!b && host.shadowRoot.activeElement === stopBtn) input.focus();
   }
   function announce(text) {
@@ -344,10 +347,12 @@
     if (m) { announce(m[0]); t.pend = t.pend.slice(m[0].length); }
   }
   function setStatus(text, canRetry) {
+    var stick = nearBottom(); // the bar takes height from the messages: keep the newest in view
     status.hidden = !text;
     statusText.textContent = text || '';
     retryBtn.hidden = !canRetry;
     retryBtn.disabled = false;
+    if (stick) toBottom();
     if (text) announce(text);
   }
 

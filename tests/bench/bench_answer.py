@@ -91,7 +91,7 @@ def _server_rss_mb(base_pid: int) -> float:
     total = 0
     out = subprocess.run(["ps", "-o", "pid=,rss=", "--ppid", str(base_pid)], capture_output=True, text=True).stdout
     rows = [line.split() for line in out.strip().splitlines() if line.strip()]
-    for pid, rss in rows:
+    for _pid, rss in rows:
         total += int(rss)
     own = subprocess.run(["ps", "-o", "rss=", "-p", str(base_pid)], capture_output=True, text=True).stdout.strip()
     return (total or int(own or 0)) / 1024
