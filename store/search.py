@@ -41,7 +41,7 @@ STOPWORDS = frozenset(
     más mas pero sin sobre este esta estos estas ese esa mi tu qué cómo cuál dónde cuándo
     der die das den dem des ein eine einer eines einem einen und oder ist sind zu mit von im
     auf für fur nicht auch als an bei wie was wer wo wann ich du er sie es wir ihr mein dein
-    le les des du et ou est sont dans pour pas sur au aux ce cette ces qui quoi je tu il nous vous""".split()
+    le les des du et ou est sont dans pour pas sur au aux ce cette ces qui quoi je tu il nous vous""".split()  # noqa: SIM905
 )
 
 

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
-import msgspec
 from ingest.pipeline import CrawlOptions, crawl
 from store.connect import open_connection
 from store.pages import stats
