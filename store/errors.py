@@ -14,7 +14,9 @@ CLI into a one-line reason and exit code 1. ``code`` is stable: clients may depe
     │   └── TenantNotFound      404 tenant_not_found
     ├── Conflict                409 conflict
     │   ├── TenantExists        409 tenant_exists
-    │   └── JobRunning          409 job_running
+    │   ├── JobRunning          409 job_running
+    │   ├── TenantMismatch      409 tenant_mismatch    (a restore file of another tenant)
+    │   └── TenantInUse         409 tenant_in_use      (restore while another process has it open)
     ├── Unauthorized            401 unauthorized
     ├── Forbidden               403 forbidden
     ├── RateLimited             429 rate_limited       (carries retry_after seconds)
@@ -23,7 +25,8 @@ CLI into a one-line reason and exit code 1. ``code`` is stable: clients may depe
     ├── StoreError              500 store_error
     │   ├── NotADatabase        500 not_a_database     (corrupt / foreign file, left untouched)
     │   ├── SchemaTooNew        500 schema_too_new
-    │   └── ModelMismatch       409 model_mismatch     (names `frontdesk reindex`)
+    │   ├── ModelMismatch       409 model_mismatch     (names `frontdesk reindex`)
+    │   └── BackupFailed        500 backup_failed      (destination unwritable; nothing left behind)
     ├── FetchError              502 fetch_error        (crawler: one page could not be had)
     └── BackendUnavailable      503 backend_unavailable
 """
@@ -86,6 +89,14 @@ class JobRunning(Conflict):
     code = "job_running"
 
 
+class TenantMismatch(Conflict):
+    code = "tenant_mismatch"
+
+
+class TenantInUse(Conflict):
+    code = "tenant_in_use"
+
+
 class Unauthorized(FrontdeskError):
     status, code = 401, "unauthorized"
 
@@ -124,6 +135,10 @@ class SchemaTooNew(StoreError):
 
 class ModelMismatch(StoreError):
     status, code = 409, "model_mismatch"
+
+
+class BackupFailed(StoreError):
+    code = "backup_failed"
 
 
 class FetchError(FrontdeskError):
