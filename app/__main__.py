@@ -152,38 +152,28 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
     answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
     page = PageContext(url=args.page_url) if args.page_url else None
     request = ChatRequest(key=tenant.widget_key, question=args.question, page=page)
-    result: dict = {"answer": "", "citations": [], "actions": []}
 
-    async def run() -> None:
+    def show(text: str) -> None:
+        if not args.json:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    async def run():
         from app.answer import check_question
 
         request.question = check_question(request.question, settings.max_question_chars)
-        async for event in answerer.stream(tenant, request):
-            data = msgspec.to_builtins(event)
-            name = type(event).__name__
-            if name == "TokenEvent":
-                result["answer"] += event.text
-                if not args.json:
-                    sys.stdout.write(event.text)
-                    sys.stdout.flush()
-            elif name == "MetaEvent":
-                result.update(confidence=data["confidence"], lang=data["lang"], answered=data["answered"],
-                              source=data["source"], conversation_id=data["conversation_id"])
-            elif name == "CitationsEvent":
-                result["citations"] = data["citations"]
-            elif name == "ActionsEvent":
-                result["actions"] = data["actions"]
-            elif name == "DoneEvent":
-                result.update(message_id=data["message_id"], latency_ms=data["latency_ms"], ttft_ms=data["ttft_ms"])
-        await answerer.drain()
-        await provider.aclose()
+        try:
+            return await answerer.answer(tenant, request, on_token=show)
+        finally:
+            await answerer.drain()
+            await provider.aclose()
 
-    asyncio.run(run())
+    result = asyncio.run(run())
     if args.json:
         emit(args, result, "")
     else:
-        lines = [""] + [f"[{i}] {c['title']} — {c['url']}" for i, c in enumerate(result["citations"], start=1)]
-        lines.append(f"(confidence {result.get('confidence', 0):.2f}, {result.get('source')}, {result.get('latency_ms')} ms)")
+        lines = [""] + [f"[{i}] {c.title} — {c.url}" for i, c in enumerate(result.citations, start=1)]
+        lines.append(f"(confidence {result.confidence:.2f}, {result.source}, {result.latency_ms} ms)")
         sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -214,114 +204,10 @@ def restore_command(ctx: Context, args: argparse.Namespace) -> None:
                      f"chunks, model {checked.embedder_id}")
 
 
-class ReindexSummary(msgspec.Struct, kw_only=True):
-    tenant_id: str
-    model: str
-    previous_model: str
-    dim: int
-    chunks: int
-    curated: int
-    gaps: int
-    seconds: float
-
-
-REINDEX_BATCH = 64
-
-
-def _embedding_text(title: str, heading: str, text: str) -> str:
-    # The text ingestion embedded (ingest.chunk.Chunk.embedding_text): the page title and the
-    # heading path give the passage its context. With the same model a rebuilt vector matches the
-    # original up to int8 activation quantisation, which depends on what shares the batch.
-    context = " > ".join(part for part in (title, heading) if part)
-    return f"{context}\n{text}" if context else text
-
-
-def _create_vector_table(conn, dim: int) -> None:
-    # The same table store/migrations.py creates (m001), at the new model's dimension.
-    conn.execute(
-        f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{int(dim)}] distance_metric=cosine, "
-        "kind text, lang text)"
-    )
-
-
-def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: int = REINDEX_BATCH,
-            on_progress: Callable[[int, int], None] | None = None) -> ReindexSummary:
-    """Rebuild every vector of a tenant with its configured model, or switch it to `model`.
-
-    New vectors are staged in a side table, batch by batch (an interrupted run resumes), and swapped
-    in with the model's id in one transaction: searches see the old vectors or the new, never a mix.
-    """
-    import time
-
-    from ingest.embed import MODELS
-    from store.errors import InvalidConfig
-    from store.migrations import read_meta, set_meta
-
-    started = time.perf_counter()
-    tenant = ctx.registry.get(tenant_id)  # not ctx.tenant(): a model mismatch is what this fixes
-    config = tenant.config()
-    model = model or config.model
-    if model not in MODELS:
-        raise InvalidConfig(f"unknown model {model!r}; choose one of {', '.join(MODELS)}", field="model")
-    embedder = ctx.embedder(model)
-    previous = read_meta(tenant.reader()).get("embedder_id", "")
-    with tenant.write() as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS reindex_vectors "
-                     "(chunk_id INTEGER PRIMARY KEY, model TEXT NOT NULL, embedding BLOB NOT NULL)")
-        conn.execute("DELETE FROM reindex_vectors WHERE model != ?", (embedder.fingerprint,))
-
-    def stage(conn, rows: list[tuple[int, str, str, str]]) -> None:
-        vectors = embedder.embed([_embedding_text(title, heading, text) for _, title, heading, text in rows])
-        conn.executemany(
-            "INSERT OR REPLACE INTO reindex_vectors(chunk_id, model, embedding) VALUES (?, ?, ?)",
-            [(row[0], embedder.fingerprint, vector.tobytes()) for row, vector in zip(rows, vectors, strict=True)],
-        )
-
-    reader = tenant.reader()
-    total = reader.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    done = reader.execute("SELECT count(*) FROM reindex_vectors r JOIN chunks c ON c.id = r.chunk_id").fetchone()[0]
-    pending = ("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE c.id > ? AND NOT EXISTS "
-               "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id) ORDER BY c.id LIMIT ?")
-    last_id = 0
-    while rows := reader.execute(pending, (last_id, batch)).fetchall():
-        with tenant.write() as conn:
-            stage(conn, rows)
-        last_id, done = rows[-1][0], done + len(rows)
-        if on_progress is not None:
-            on_progress(done, total)
-
-    curated = reader.execute("SELECT id, question FROM curated").fetchall()
-    gaps = reader.execute("SELECT id, question FROM gaps WHERE embedding IS NOT NULL").fetchall()
-    curated_vectors = embedder.embed([question for _, question in curated])
-    gap_vectors = embedder.embed([question for _, question in gaps])
-    with tenant.write() as conn:
-        # Chunks a crawl added while the batches ran have no staged vector yet.
-        late = conn.execute("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE NOT EXISTS "
-                            "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id)").fetchall()
-        if late:
-            stage(conn, late)
-        conn.execute("DROP TABLE chunk_vec")
-        _create_vector_table(conn, embedder.dim)
-        conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT c.id, r.embedding, c.kind, c.lang "
-                     "FROM chunks c JOIN reindex_vectors r ON r.chunk_id = c.id")
-        chunks = conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]
-        conn.executemany("UPDATE curated SET embedding = ? WHERE id = ?",
-                         [(v.tobytes(), row[0]) for row, v in zip(curated, curated_vectors, strict=True)])
-        conn.executemany("UPDATE gaps SET embedding = ? WHERE id = ?",
-                         [(v.tobytes(), row[0]) for row, v in zip(gaps, gap_vectors, strict=True)])
-        set_meta(conn, embedder_id=embedder.id, embedder_dim=embedder.dim,
-                 embedder_fingerprint=embedder.fingerprint)
-        tenant.set_config(msgspec.structs.replace(config, model=model))  # joins this transaction
-        tenant.bump_generation(conn)
-        conn.execute("DROP TABLE reindex_vectors")
-    tenant.embedder_id, tenant.embedder_dim = embedder.id, embedder.dim
-    return ReindexSummary(tenant_id=tenant_id, model=embedder.id, previous_model=previous, dim=embedder.dim,
-                          chunks=chunks, curated=len(curated), gaps=len(gaps),
-                          seconds=round(time.perf_counter() - started, 3))
-
-
 @command("reindex")
 def reindex_command(ctx: Context, args: argparse.Namespace) -> None:
+    from app.reindex import reindex
+
     progress = Progress(f"reindex {args.id}")
     summary = reindex(ctx, args.id, model=args.model, batch=args.batch,
                       on_progress=lambda done, total: progress.update(done, total))
@@ -532,7 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help="rebuild a tenant's vectors (or switch its embedding model)")
     reindex.add_argument("id")
     reindex.add_argument("--model", default=None, help="switch to this embedding model")
-    reindex.add_argument("--batch", type=int, default=REINDEX_BATCH, help="chunks embedded per batch")
+    reindex.add_argument("--batch", type=int, default=64, help="chunks embedded per batch")
 
     mcp = sub.add_parser("mcp", parents=[common], help="serve a tenant to LLM agents over MCP (stdio)")
     mcp.add_argument("--tenant", required=True)

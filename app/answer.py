@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from urllib.parse import urlsplit
 
 import anyio
@@ -94,6 +94,22 @@ class Retrieval(msgspec.Struct, kw_only=True):
     history: list[tuple[str, str]] = msgspec.field(default_factory=list)
     actions: list[SuggestedAction] = msgspec.field(default_factory=list)
     retrieval_ms: float = 0.0
+
+
+class AnswerResult(msgspec.Struct, kw_only=True):
+    """A whole answer, for callers that do not stream (CLI, MCP, A2A, evaluation)."""
+
+    answer: str = ""
+    citations: list[Citation] = msgspec.field(default_factory=list)
+    actions: list[SuggestedAction] = msgspec.field(default_factory=list)
+    confidence: float = 0.0
+    answered: bool = False
+    source: str = ""
+    lang: str = ""
+    conversation_id: str = ""
+    message_id: str = ""
+    latency_ms: float = 0.0
+    ttft_ms: float | None = None
 
 
 class CachedAnswer(msgspec.Struct, kw_only=True):
@@ -352,6 +368,28 @@ class Answerer:
             turn.answer = "".join(pieces)
             if persist:
                 self._persist_later(tenant, turn)
+
+    async def answer(self, tenant: Tenant, request: ChatRequest, *, persist: bool = True, use_cache: bool = True,
+                     on_token: Callable[[str], None] | None = None) -> AnswerResult:
+        """Run the pipeline to the end and return the whole answer."""
+        result = AnswerResult()
+        pieces: list[str] = []
+        async for event in self.stream(tenant, request, persist=persist, use_cache=use_cache):
+            if isinstance(event, TokenEvent):
+                pieces.append(event.text)
+                if on_token is not None:
+                    on_token(event.text)
+            elif isinstance(event, MetaEvent):
+                result.confidence, result.answered, result.source = event.confidence, event.answered, event.source
+                result.lang, result.conversation_id = event.lang, event.conversation_id
+            elif isinstance(event, CitationsEvent):
+                result.citations = event.citations
+            elif isinstance(event, ActionsEvent):
+                result.actions = event.actions
+            elif isinstance(event, DoneEvent):
+                result.message_id, result.latency_ms, result.ttft_ms = event.message_id, event.latency_ms, event.ttft_ms
+        result.answer = "".join(pieces).strip()
+        return result
 
     def _refresh_later(self, tenant: Tenant, request: ChatRequest, cache_key: tuple) -> None:
         """Stale-while-revalidate: recompute a stale cached answer without a visitor waiting."""

@@ -594,7 +594,7 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
                        params: FusionParams) -> list[GoldenRow]:
     from app.answer import Answerer, question_language
     from app.cache import AnswerCache
-    from app.events import ChatRequest, DoneEvent, MetaEvent, TokenEvent
+    from app.events import ChatRequest
     from app.metrics import Metrics
 
     answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
@@ -610,18 +610,12 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
         retrieval_ms = (time.perf_counter() - started) * 1000
         expected = _expected(site, item)
         rank = _first_rank(pages, expected)
-        answered, confidence, ttft, pieces = True, 0.0, 0.0, []
         request = ChatRequest(key=tenant.widget_key, question=item.q)
         # No cache and no persistence: an evaluation must neither be served from nor leave
         # conversations and knowledge gaps in the tenant it measures.
-        async for event in answerer.stream(tenant, request, persist=False, use_cache=False):
-            if isinstance(event, MetaEvent):
-                answered, confidence = event.answered, event.confidence
-            elif isinstance(event, TokenEvent):
-                pieces.append(event.text)
-            elif isinstance(event, DoneEvent):
-                ttft = event.ttft_ms or event.latency_ms
-        answer = "".join(pieces)
+        found = await answerer.answer(tenant, request, persist=False, use_cache=False)
+        answered, confidence, answer = found.answered, found.confidence, found.answer
+        ttft = found.ttft_ms or found.latency_ms
         contains = None
         if item.kind == "answerable" and item.a_contains:
             contains = answered and _contains_all(answer, item.a_contains)

@@ -23,10 +23,7 @@ from app.context import Context
 from app.events import (
     ChatRequest,
     Citation,
-    CitationsEvent,
-    MetaEvent,
     PageContext,
-    TokenEvent,
 )
 from app.metrics import Metrics
 from app.providers import make_provider
@@ -234,18 +231,9 @@ class KnowledgeBase:
         tenant = await anyio.to_thread.run_sync(self.ctx.tenant, self.tenant_id)
         page = PageContext(url=args.page_url) if args.page_url else None
         request = ChatRequest(key=tenant.widget_key, question=args.question, page=page)
-        result = AgentAnswer(answer="", citations=[], confidence=0.0, answered=False, lang="", source="")
-        pieces: list[str] = []
-        async for event in self.answerer.stream(tenant, request):
-            if isinstance(event, TokenEvent):
-                pieces.append(event.text)
-            elif isinstance(event, MetaEvent):
-                result.confidence, result.answered = event.confidence, event.answered
-                result.lang, result.source = event.lang, event.source
-            elif isinstance(event, CitationsEvent):
-                result.citations = event.citations
-        result.answer = "".join(pieces).strip()
-        return result
+        found = await self.answerer.answer(tenant, request)
+        return AgentAnswer(answer=found.answer, citations=found.citations, confidence=found.confidence,
+                           answered=found.answered, lang=found.lang, source=found.source)
 
 
 class ToolSpec(msgspec.Struct, frozen=True):

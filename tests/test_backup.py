@@ -17,8 +17,9 @@ import msgspec
 import numpy as np
 import pytest
 
-from app.__main__ import main, reindex
+from app.__main__ import main
 from app.context import Context
+from app.reindex import reindex
 from app.settings import Settings
 from ingest.document import Document, Fact, Section
 from ingest.indexer import PageIndexer

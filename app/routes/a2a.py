@@ -11,7 +11,7 @@ import msgspec
 from litestar import Request, post
 
 from app.asgi import trace_id
-from app.events import ChatRequest, Citation, CitationsEvent, MetaEvent, PageContext, TokenEvent
+from app.events import ChatRequest, Citation, PageContext
 from app.routes.widget import read_json
 from store.errors import InvalidInput, TenantNotFound, Unauthorized
 from store.tenants import Tenant, validate_tenant_id
@@ -84,19 +84,10 @@ async def invoke(request: Request) -> InvokeResponse:
 
     page = PageContext(url=body.params.page_url) if body.params.page_url else None
     chat = ChatRequest(key=tenant.widget_key, question=body.task.question, page=page)
-    pieces: list[str] = []
-    citations: list[Citation] = []
-    confidence, answered = 0.0, False
-    async for event in state.answerer.stream(tenant, chat):
-        if isinstance(event, TokenEvent):
-            pieces.append(event.text)
-        elif isinstance(event, MetaEvent):
-            confidence, answered = event.confidence, event.answered
-        elif isinstance(event, CitationsEvent):
-            citations = event.citations
-    return InvokeResponse(answer="".join(pieces).strip(), citations=citations, confidence=confidence,
+    result = await state.answerer.answer(tenant, chat)
+    return InvokeResponse(answer=result.answer, citations=result.citations, confidence=result.confidence,
                           latency_ms=round((time.perf_counter() - started) * 1000, 2),
-                          trace_id=trace_id(request), answered=answered)
+                          trace_id=trace_id(request), answered=result.answered)
 
 
 ROUTES = [invoke]
