@@ -225,8 +225,10 @@ def test_fastapi_languages_per_chunk(tmp_path):
     context.close()
 
 
-def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path, pypug_copy):
+def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path):
     data = tmp_path / "data"
+    site = tmp_path / "site"
+    shutil.copytree(PYPUG, site)  # not the module's copy: other tests edit and delete its pages
     env = {**os.environ, "FRONTDESK_DATA_DIR": str(data)}
     with serve_site(pypug_copy, PYPUG_ORIGIN) as server:
         subprocess.run(
