@@ -230,7 +230,7 @@ def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path):
     site = tmp_path / "site"
     shutil.copytree(PYPUG, site)  # not the module's copy: other tests edit and delete its pages
     env = {**os.environ, "FRONTDESK_DATA_DIR": str(data)}
-    with serve_site(pypug_copy, PYPUG_ORIGIN) as server:
+    with serve_site(site, PYPUG_ORIGIN) as server:
         subprocess.run(
             [
                 sys.executable,
