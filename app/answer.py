@@ -165,6 +165,7 @@ class Answerer:
         self.cache = cache
         self.metrics = metrics
         self._background: set[asyncio.Task] = set()
+        self._languages_seen: dict[str, tuple[int, set[str]]] = {}
 
     # -- the blocking half: runs in a worker thread -------------------------------------------
 
@@ -232,12 +233,12 @@ class Answerer:
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
     def _languages(self, tenant: Tenant) -> set[str]:
-        cached = getattr(tenant, "_languages_cache", None)
+        """The languages of a tenant's chunks, recounted only when its content changes."""
         generation = tenant.generation()
+        cached = self._languages_seen.get(tenant.id)
         if cached is None or cached[0] != generation:
             langs = {r[0] for r in tenant.reader().execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
-            cached = (generation, langs)
-            tenant._languages_cache = cached  # type: ignore[attr-defined]
+            cached = self._languages_seen[tenant.id] = (generation, langs)
         return cached[1]
 
     def _actions(self, conn, sources: list[Source], question: str) -> list[SuggestedAction]:

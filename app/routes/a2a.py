@@ -12,7 +12,7 @@ from litestar import Request, post
 
 from app.asgi import trace_id
 from app.events import ChatRequest, Citation, PageContext
-from app.routes.widget import read_json
+from app.routes.common import bearer_token, read_json
 from store.errors import InvalidInput, TenantNotFound, Unauthorized
 from store.tenants import Tenant, validate_tenant_id
 
@@ -42,13 +42,6 @@ class InvokeResponse(msgspec.Struct, kw_only=True):
     trace_id: str
     answered: bool = True
     """False when the site does not hold the answer (the text then says so)."""
-
-
-def bearer_token(request: Request) -> str:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("send `Authorization: Bearer <token>` (the server or tenant admin token)")
-    return token.strip()
 
 
 def authorised_tenant(request: Request, tenant_id: str, token: str) -> Tenant:

@@ -20,11 +20,12 @@ from litestar.response.sse import ServerSentEventMessage
 
 from app.cache import normalize_question
 from app.events import ErrorBody
+from app.routes.common import bearer_token, read_json
 from ingest.pipeline import CrawlOptions
 from ingest.scheduler import JobInfo
 from store import conversations, curated
 from store.config import SiteConfig, decode_config
-from store.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from store.errors import Forbidden, InvalidInput, NotFound
 from store.pages import stats as tenant_stats
 from store.search import Filters, FusionParams, SearchResult
 from store.tenants import Tenant, TenantInfo, validate_tenant_id
@@ -101,27 +102,19 @@ ERROR_RESPONSES = {
 }
 
 
-def _bearer(request: Request) -> str:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise Unauthorized("missing bearer token")
-    return token.strip()
-
-
 def is_server_admin(request: Request, token: str) -> bool:
     expected = request.app.state.settings.admin_token
     return bool(expected) and hmac.compare_digest(token.encode(), expected.encode())
 
 
 def require_server_admin(request: Request) -> None:
-    if not is_server_admin(request, _bearer(request)):
+    if not is_server_admin(request, bearer_token(request)):
         raise Forbidden("this needs the server admin token")
 
 
 def authorized_tenant(request: Request, tenant_id: str) -> Tenant:
     """The tenant, if the bearer token is the server's or this tenant's own admin token."""
-    token = _bearer(request)
+    token = bearer_token(request)
     validate_tenant_id(tenant_id)
     server_admin = is_server_admin(request, token)
     ctx = request.app.state.ctx
@@ -139,18 +132,8 @@ async def _tenant(request: Request, tenant_id: str) -> Tenant:
     return await anyio.to_thread.run_sync(authorized_tenant, request, tenant_id)
 
 
-async def _body(request: Request, kind: type, limit: int = 256_000):
-    raw = await request.body()
-    if len(raw) > limit:
-        raise InvalidInput(f"request body over {limit} bytes")
-    try:
-        return msgspec.json.decode(raw or b"{}", type=kind)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in text else None
-        raise InvalidInput(f"invalid request: {text}", field=field) from None
-    except msgspec.DecodeError:
-        raise InvalidInput("the request body must be JSON") from None
+async def _body(request: Request, kind: type):
+    return await read_json(request, kind, 256_000)
 
 
 class TenantsController(Controller):

@@ -18,8 +18,9 @@ from litestar.response.sse import ServerSentEventMessage
 
 from app.answer import Answerer, check_question
 from app.events import ChatRequest, ErrorBody, ErrorEvent, FeedbackRequest, event_name
+from app.routes.common import read_json
 from store import conversations
-from store.errors import Forbidden, FrontdeskError, InvalidInput, PayloadTooLarge, Unauthorized
+from store.errors import Forbidden, FrontdeskError, Unauthorized
 from store.tenants import Tenant
 
 log = logging.getLogger("frontdesk.widget")
@@ -38,21 +39,6 @@ def client_ip(request: Request) -> str:
         if forwarded:
             return forwarded.split(",")[0].strip()
     return request.client.host if request.client else "unknown"
-
-
-async def read_json(request: Request, kind: type, limit: int):
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body over {limit} bytes")
-    body = await request.body()
-    if len(body) > limit:
-        raise PayloadTooLarge(f"request body over {limit} bytes")
-    try:
-        return msgspec.json.decode(body, type=kind)
-    except msgspec.ValidationError as exc:
-        raise InvalidInput(f"invalid request: {exc}") from None
-    except msgspec.DecodeError:
-        raise InvalidInput("the request body must be JSON") from None
 
 
 def allowed_origin(tenant: Tenant, origin: str | None) -> bool:
