@@ -4,6 +4,7 @@ the pypug fixture, SSE read with a real HTTP client."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import httpx
@@ -318,3 +319,19 @@ def test_llm_failures_fall_back_to_the_extractive_answer(llm_served, mode):
     result = answer_of(events)
     assert "error" not in result["names"] and result["names"][-1] == "done"
     assert "[1]" in result["text"] and result["citations"]
+
+
+# -- opt-in: a real llama.cpp server (SPEC section 6). Start one, e.g. `pip install
+# 'llama-cpp-python[server]'` (builds from source, ~7 min) with a small GGUF model, then run
+# FRONTDESK_TEST_LLAMA_URL=http://127.0.0.1:8080/v1 make test PYTEST_ARGS="-k real_llama".
+
+
+@pytest.mark.skipif(not os.environ.get("FRONTDESK_TEST_LLAMA_URL"), reason="set FRONTDESK_TEST_LLAMA_URL to run")
+def test_real_llama_cpp_server_streams_a_grounded_answer(pypug_ctx):
+    tenant = pypug_ctx.tenant("pypug")
+    with run_server(pypug_ctx.data_dir, llm_base_url=os.environ["FRONTDESK_TEST_LLAMA_URL"], llm_model="local",
+                    llm_timeout=120, rate_per_ip=50, rate_burst_ip=200) as base:
+        _, events = ask(base, tenant.widget_key, "How do I upload my package to TestPyPI?", timeout=300)
+    result = answer_of(events)
+    assert result["names"][-1] == "done" and "error" not in result["names"]
+    assert result["names"].count("token") > 3 and result["citations"]
