@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -288,10 +289,13 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     if options.rate is not None:
         crawl_settings = msgspec.structs.replace(crawl_settings, rate=options.rate)
     config = msgspec.structs.replace(config, crawl=crawl_settings)
-    job = _Job(tenant, PageIndexer(tenant, embedder, config.clean), config, job_id or "crawl",
+    job_id = job_id or uuid.uuid4().hex[:12]
+    job = _Job(tenant, PageIndexer(tenant, embedder, config.clean), config, job_id,
                on_progress, cancel or asyncio.Event())
     kind = "reparse" if options.reparse else "refresh" if options.urls else "full" if options.full else "delta"
     run_id = await anyio.to_thread.run_sync(_start_run, tenant, kind)
+    trace = {"trace_id": job_id, "tenant": tenant.id, "kind": kind}
+    log.info("crawl started", extra=trace)
     job.states = await anyio.to_thread.run_sync(lambda: page_states(tenant.reader()))
     try:
         if options.reparse:
@@ -300,7 +304,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
             await _crawl_site(job, config, options)
         job.summary.status = "cancelled" if job.cancel.is_set() else "done"
     except Exception as exc:
-        log.exception("crawl of tenant %s failed", tenant.id)
+        log.exception("crawl of tenant %s failed", tenant.id, extra=trace)
         job.summary.status = "failed"
         job.errors.append(("", "crawl_failed", repr(exc)[:500]))
         raise
@@ -311,6 +315,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         job.progress.phase = job.summary.status
         job.emit(force=True)
         await anyio.to_thread.run_sync(_finish_run, tenant, run_id, job.summary, job.errors)
+        log.info("crawl finished", extra={**trace, **msgspec.to_builtins(job.summary)})
     return job.summary
 
 
@@ -341,7 +346,7 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
                 try:
                     await _process(job, fetcher, frontier, url, depth, options)
                 except Exception as exc:  # one bad page never stops the crawl
-                    log.exception("page %s failed", url)
+                    log.exception("page %s failed", url, extra={"trace_id": job.progress.job})
                     job.fail(url, "internal_error", repr(exc))
                 finally:
                     active -= 1
