@@ -102,7 +102,7 @@ class OnnxMiniLM(Embedder):
     ) -> None:
         self.int8 = int8
         self.id = "minilm-l6-v2-int8" if int8 else "minilm-l6-v2"
-        self.cache_dir = cache_dir
+        self.cache_dir = Path(cache_dir) if cache_dir else None
         self.threads = threads or os.cpu_count() or 1
         self._assets = minilm_asset_dir()
         self._session = None
