@@ -144,6 +144,11 @@ class OnnxMiniLM(Embedder):
             counter = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
             counter.no_padding()
             counter.no_truncation()
+            # A document batch needs ~200 MB of activations; hand them back to the system after
+            # each batch (arena shrinkage), or an idle server keeps its crawl-time peak forever.
+            # Measured: RSS after batches 550 → 155 MB for a few percent of throughput.
+            self._batch_run_options = ort.RunOptions()
+            self._batch_run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             self._tokenizer, self._counter, self._session = tokenizer, counter, session
 
     @property
@@ -170,7 +175,9 @@ class OnnxMiniLM(Embedder):
             ids[row, : len(enc.ids)] = enc.ids
             mask[row, : len(enc.ids)] = 1
         hidden = self._session.run(
-            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            None,
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            self._batch_run_options if len(texts) > 1 else None,
         )[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
