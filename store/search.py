@@ -16,6 +16,7 @@ import apsw
 import msgspec
 import numpy as np
 
+from store import vector_index
 from store.connect import time_limit
 from store.errors import InvalidQuery
 
@@ -150,6 +151,10 @@ def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filte
 
 def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
                      filters: Filters | None) -> list[tuple[int, float]]:
+    if filters is None or not filters.url_prefix:
+        index = vector_index.index_for(conn)
+        if index is not None:  # a large tenant: the in-memory fast path
+            return index.search(vector, limit, filters.kinds if filters else None, filters.lang if filters else None)
     blob = np.asarray(vector, dtype=np.float32).tobytes()
     sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"
     args: list = [blob, limit]
