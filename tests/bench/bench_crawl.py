@@ -41,7 +41,8 @@ def run(quick: bool = False) -> dict:
             pages = summary.fetched
             rows.append({"run": "full crawl (cold)", "pages": pages, "requests": len(server.requests) - before,
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 1),
-                         "pages_per_min": round(pages / seconds * 60, 1), "failed": summary.failed})
+                         "pages_per_min": round(pages / seconds * 60, 1), "failed": summary.failed,
+                         "errors": summary.errors})
 
             before = len(server.requests)
             summary, seconds = _run(tenant, embedder, max_pages=max_pages)
@@ -49,7 +50,7 @@ def run(quick: bool = False) -> dict:
             rows.append({"run": "unchanged recrawl", "pages": summary.pages_found, "requests": len(hits),
                          "bodies": sum(1 for h in hits if h.status == 200 and h.body_bytes > 0),
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 2),
-                         "not_modified": summary.not_modified, "failed": summary.failed})
+                         "not_modified": summary.not_modified, "failed": summary.failed, "errors": summary.errors})
 
             page = site / "tutorial" / "first-steps" / "index.html"
             page.write_text(page.read_text().replace("</h1>", "</h1><p>One new paragraph for the benchmark.</p>", 1))
@@ -59,13 +60,13 @@ def run(quick: bool = False) -> dict:
             summary, seconds = _run(tenant, embedder, max_pages=max_pages)
             rows.append({"run": "one page changed", "pages": summary.pages_found, "requests": len(server.requests) - before,
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 2),
-                         "fetched": summary.fetched, "failed": summary.failed})
+                         "fetched": summary.fetched, "failed": summary.failed, "errors": summary.errors})
         chunks = tenant.reader().execute("SELECT count(*) FROM chunks").fetchone()[0]
         links = tenant.reader().execute("SELECT count(*) FROM page_chunks").fetchone()[0]
         context.close()
     print_table("Crawl of the fastapi fixture (en/es/de) over 127.0.0.1, politeness off, default embedder",
                 rows, ["run", "pages", "requests", "bodies", "not_modified", "fetched", "chunks_embedded",
-                       "seconds", "pages_per_min", "failed"])
+                       "seconds", "pages_per_min", "failed", "errors"])
     print(f"\ndistinct chunks stored: {chunks}; page↔chunk links: {links} "
           f"(dedupe saved {links - chunks} embeddings); RSS {rss_mb():.0f} MB")
     return {"runs": rows, "chunks": chunks, "chunk_links": links, "bar_pages_per_min": 300}
