@@ -16,6 +16,7 @@ SUITES = {
     "store": "tests.bench.bench_store",
     "crawl": "tests.bench.bench_crawl",
     "answer": "tests.bench.bench_answer",
+    "eval": "tests.bench.bench_eval",
 }
 
 

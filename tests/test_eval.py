@@ -1,0 +1,272 @@
+"""Evaluation: metric definitions checked by hand, BEIR indexing and caching, the `eval` command,
+and the quality gates — a fixed SciFact slice and the pypug / fastapi golden sets must stay at or
+above the floors recorded in tests/eval/floors.json (raise a floor when a change improves it;
+lowering one is a reviewed edit of that file, never a silent one)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from app import evaluate as ev
+from app.__main__ import main
+from app.context import Context
+from app.settings import Settings
+from store.errors import InvalidInput
+from store.search import DEFAULT_FUSION, search
+from tests.conftest import _MODEL_CACHE, FASTAPI, FASTAPI_ORIGIN, FIXTURES
+
+EVAL = Path(__file__).resolve().parent / "eval"
+FLOORS = json.loads((EVAL / "floors.json").read_text())
+SCIFACT = FIXTURES / "beir" / "scifact"
+
+
+# -- metrics, by hand ------------------------------------------------------------------------
+
+# Run d1 d2 d3 d4; judged: d2 = 1, d4 = 2, d5 = 1 (d5 never retrieved), d9 = 0 (judged irrelevant).
+RUN = ["d1", "d2", "d3", "d4"]
+QRELS = {"d2": 1, "d4": 2, "d5": 1, "d9": 0}
+
+
+def test_ndcg_matches_a_hand_computed_value():
+    dcg = 1 / math.log2(3) + 2 / math.log2(5)  # d2 at rank 2, d4 (grade 2) at rank 4
+    idcg = 2 / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)  # ideal order: 2, 1, 1
+    assert ev.ndcg_at_k(RUN, QRELS, 10) == pytest.approx(dcg / idcg)
+    assert ev.ndcg_at_k(RUN, QRELS, 10) == pytest.approx(0.476626, abs=1e-6)  # 1.492283 / 3.130930
+    # Cut at 3: d4 falls out; the ideal DCG is cut at 3 as well.
+    assert ev.ndcg_at_k(RUN, QRELS, 3) == pytest.approx((1 / math.log2(3)) / idcg)
+    # Perfect order scores 1; nothing relevant retrieved scores 0; no relevant judgement scores 0.
+    assert ev.ndcg_at_k(["d4", "d2", "d5"], QRELS, 10) == pytest.approx(1.0)
+    assert ev.ndcg_at_k(["d1", "d9"], QRELS, 10) == 0.0
+    assert ev.ndcg_at_k(RUN, {"d1": 0}, 10) == 0.0
+
+
+def test_ndcg_ideal_is_cut_at_k_and_duplicates_count_once():
+    many = {f"r{i}": 1 for i in range(12)}
+    assert ev.ndcg_at_k([f"r{i}" for i in range(10)], many, 10) == pytest.approx(1.0)
+    # A repeated id is the same document: it cannot earn gain twice.
+    assert ev.ndcg_at_k(["d2", "d2", "d4"], QRELS, 10) == ev.ndcg_at_k(["d2", "d4"], QRELS, 10)
+
+
+def test_recall_and_mrr_match_hand_computed_values():
+    assert ev.recall_at_k(RUN, QRELS, 10) == pytest.approx(2 / 3)  # d2, d4 of d2, d4, d5
+    assert ev.recall_at_k(RUN, QRELS, 2) == pytest.approx(1 / 3)
+    assert ev.recall_at_k(RUN, QRELS, 1) == 0.0
+    assert ev.mrr_at_k(RUN, QRELS, 10) == pytest.approx(0.5)  # first relevant at rank 2
+    assert ev.mrr_at_k(RUN, QRELS, 1) == 0.0
+    assert ev.mrr_at_k([f"n{i}" for i in range(10)] + ["d2"], QRELS, 10) == 0.0  # rank 11
+
+
+def test_percentiles_interpolate_like_numpy():
+    stats = ev.percentiles([float(v) for v in range(1, 101)])
+    assert stats["p50"] == pytest.approx(50.5)
+    assert stats["p95"] == pytest.approx(95.05)
+    assert stats["mean"] == pytest.approx(50.5)
+    assert ev.percentiles([])["p95"] == 0.0
+
+
+# -- BEIR loading, indexing, caching -----------------------------------------------------------
+
+
+def write_beir(folder: Path, corpus: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]]) -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{s}\n" for q, d, s in qrels))
+    return folder
+
+
+LONG_TEXT = " ".join(
+    f"Sentence {i} talks about the migration of arctic terns across the ocean in spring." for i in range(60)
+) + " The final sentence says that telomerase keeps chromosome ends intact in stem cells."
+
+
+@pytest.fixture
+def tiny_beir(tmp_path: Path) -> Path:
+    corpus = [
+        {"_id": "long", "title": "Arctic terns", "text": LONG_TEXT},
+        {"_id": "bees", "title": "Honey bees", "text": "Honey bees communicate the direction of food with a waggle dance."},
+        {"_id": "volc", "title": "Volcanoes", "text": "Basaltic lava flows are fluid because they are low in silica."},
+        {"_id": "gut", "title": "Gut flora", "text": "Intestinal bacteria ferment dietary fibre into short-chain fatty acids."},
+    ]
+    queries = [{"_id": "q1", "text": "telomerase protects chromosome ends"},
+               {"_id": "q2", "text": "how do bees tell each other where food is"},
+               {"_id": "q3", "text": "unjudged query"}]
+    qrels = [("q1", "long", 1), ("q2", "bees", 2), ("q2", "gut", 0)]
+    return write_beir(tmp_path / "tiny", corpus, queries, qrels)
+
+
+def test_load_beir_keeps_judged_queries_only(tiny_beir: Path):
+    data = ev.load_beir(tiny_beir)
+    assert data.name == "tiny" and len(data.corpus) == 4
+    assert set(data.queries) == {"q1", "q2"}  # q3 has no relevant judgement
+    assert data.qrels["q2"] == {"bees": 2, "gut": 0}
+    with pytest.raises(InvalidInput, match="qrels/dev.tsv"):
+        ev.load_beir(tiny_beir, split="dev")
+
+
+@pytest.mark.slow
+def test_beir_index_scores_documents_by_their_best_chunk_and_is_cached(tiny_beir: Path, data_dir: Path, ctx):
+    data = ev.load_beir(tiny_beir)
+    embedder = ctx.embedder("minilm-l6-v2-int8")
+    tenant, info = ev.index_beir(data_dir, data, embedder)
+    assert not info.cached and info.docs == 4 and info.chunks > 4  # the long document is several chunks
+    assert tenant.path.parent.parent == data_dir / "eval-cache"
+    for mode in ("bm25", "dense", "hybrid"):
+        report = ev.run_beir(tenant, data, embedder, mode=mode, index=info, keep_per_query=True)
+        # q1 is answered by the last sentence of the long document only: its best chunk wins.
+        assert report.per_query and report.per_query["q1"] == 1.0, (mode, report)
+        assert report.queries == 2 and report.recall_at_100 == 1.0
+        # The deep evaluation ranking is exactly the order search() returns.
+        for text in data.queries.values():
+            vector = embedder.embed_query(text)
+            hits = search(tenant.reader(), text, vector, k=8, mode=mode).hits
+            assert ev.fused_chunk_ranking(tenant.reader(), text, vector, mode=mode, params=DEFAULT_FUSION,
+                                          k=8) == [h.chunk_id for h in hits]
+
+    again, cached = ev.index_beir(data_dir, data, embedder)
+    assert cached.cached and cached.chunks == info.chunks and again.id == tenant.id
+    data.corpus["volc"] = ("Volcanoes", "Andesite is intermediate in silica content.")
+    _, rebuilt = ev.index_beir(data_dir, data, embedder)
+    assert not rebuilt.cached  # a changed corpus is never served from the cache
+
+
+def test_eval_command_beir_and_usage_errors(tiny_beir: Path, data_dir: Path, capsys):
+    assert main(["eval", "--beir", str(tiny_beir), "--mode", "bm25", "--json", "--data-dir", str(data_dir)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dataset"] == "tiny" and [r["mode"] for r in out["runs"]] == ["bm25"]
+    assert {"ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10", "latency_ms"} <= set(out["runs"][0])
+    assert main(["eval", "--data-dir", str(data_dir)]) == 2  # neither --beir nor --golden
+    assert main(["eval", "--golden", str(EVAL / "pypug.jsonl"), "--data-dir", str(data_dir)]) == 2  # no tenant
+    assert main(["eval", "--beir", str(data_dir / "nowhere"), "--data-dir", str(data_dir)]) == 2
+
+
+def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
+    for name in ("pypug.jsonl", "fastapi.jsonl"):
+        items = ev.load_golden(EVAL / name)
+        assert any(i.kind == "unanswerable" for i in items)
+        assert all(i.expect_url for i in items if i.kind == "answerable")
+    langs = {i.lang for i in ev.load_golden(EVAL / "fastapi.jsonl")}
+    assert langs == {"en", "es", "de"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"q": "fine", "expect_url": ["a/"]}\n{"q": "typo", "expected_url": ["a/"]}\n')
+    with pytest.raises(InvalidInput, match="line 2"):
+        ev.load_golden(bad)
+    bad.write_text('{"q": "no page", "kind": "answerable"}\n')
+    with pytest.raises(InvalidInput, match="expect_url"):
+        ev.load_golden(bad)
+
+
+# -- quality gates ----------------------------------------------------------------------------
+
+
+def assert_floors(name: str, measured: dict[str, float], floors: dict, report: str) -> None:
+    low = {k: (measured[k], v) for k, v in floors.get("min", {}).items() if measured[k] < v - 1e-9}
+    high = {k: (measured[k], v) for k, v in floors.get("max", {}).items() if measured[k] > v + 1e-9}
+    assert not low and not high, f"{name} fell past its floors (measured, floor): {low or ''} {high or ''}\n{report}"
+
+
+# The slice's index is kept between runs beside the test model cache: it is rebuilt whenever the
+# corpus, the model weights or the code that makes rows changes (see ev.index_beir), so a warm
+# run only re-runs the queries. A cold build embeds ~1,100 chunks.
+EVAL_CACHE = _MODEL_CACHE / "eval"
+
+
+@pytest.mark.slow
+def test_scifact_slice_stays_above_its_floors(ctx):
+    spec = FLOORS["scifact_slice"]
+    data = ev.beir_subset(ev.load_beir(SCIFACT), queries=spec["queries"], distractors=spec["distractors"])
+    embedder = ctx.embedder(spec["model"])
+    tenant, info = ev.index_beir(EVAL_CACHE, data, embedder)
+    vectors = ev.embed_queries(data, embedder)
+    reports = {mode: ev.run_beir(tenant, data, embedder, mode=mode, vectors=vectors, index=info)
+               for mode in ("bm25", "dense", "hybrid")}
+    table = ev.beir_markdown(list(reports.values()))
+    print(f"\n{table}\n(index: {info})")  # shown with -s / -rP: the numbers behind floors.json
+    for mode, report in reports.items():
+        assert_floors(f"scifact slice {mode}", retrieval_metrics(report), spec[mode], table)
+    # Fusion must earn its keep: hybrid above both sides alone.
+    assert reports["hybrid"].ndcg_at_10 > max(reports["bm25"].ndcg_at_10, reports["dense"].ndcg_at_10), table
+
+
+def retrieval_metrics(report) -> dict[str, float]:
+    return {k: getattr(report, k) for k in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10")}
+
+
+@pytest.mark.slow
+def test_pypug_golden_set_stays_above_its_floors(pypug_ctx):
+    tenant = pypug_ctx.tenant("pypug")
+    report = ev.run_golden(pypug_ctx, tenant, ev.load_golden(EVAL / "pypug.jsonl"), golden_name="pypug.jsonl")
+    print("\n" + ev.golden_markdown(report))
+    assert_floors("pypug golden set", report.metrics, FLOORS["pypug"], ev.golden_markdown(report))
+
+
+def fastapi_slice(golden: list[ev.GoldenItem], distractors: int) -> list[Path]:
+    """The pages the golden set needs, in all three languages, plus a fixed set of other pages
+    (chosen by a hash of their path): the whole site takes minutes to index on 2 cores."""
+    from ingest.folder import html_files
+
+    def topic(rel: str) -> str:
+        lang, _, rest = rel.partition("/")
+        return rest if lang in ("es", "de") else rel
+
+    wanted = {topic(u.rstrip("/")) for item in golden for u in item.expect_url}
+    files = html_files(FASTAPI)
+    rel = {f: f.relative_to(FASTAPI).as_posix().removesuffix("/index.html").removesuffix("index.html") for f in files}
+    needed = [f for f in files if topic(rel[f]) in wanted]
+    others = ev._stable_order([rel[f] for f in files if f not in needed], "fastapi-distractor")[:distractors]
+    return needed + [f for f in files if rel[f] in set(others)]
+
+
+@pytest.fixture(scope="session")
+def fastapi_ctx(tmp_path_factory):
+    from ingest.folder import index_folder
+
+    spec = FLOORS["fastapi"]
+    golden = ev.load_golden(EVAL / "fastapi.jsonl")
+    site = tmp_path_factory.mktemp("fastapi-site")
+    for path in fastapi_slice(golden, spec["distractor_pages"]):
+        target = site / path.relative_to(FASTAPI)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(path)  # a view of the fixture, not a copy
+    data = tmp_path_factory.mktemp("fastapi") / "data"
+    data.mkdir()
+    _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
+    (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
+    context = Context(Settings(data_dir=str(data)))
+    tenant, _ = context.create_tenant("fastapi", FASTAPI_ORIGIN + "/")
+    index_folder(tenant, context.tenant_embedder(tenant), site, FASTAPI_ORIGIN + "/")
+    yield context
+    context.close()
+
+
+@pytest.mark.slow
+def test_fastapi_multilingual_golden_set_stays_above_its_floors(fastapi_ctx):
+    tenant = fastapi_ctx.tenant("fastapi")
+    report = ev.run_golden(fastapi_ctx, tenant, ev.load_golden(EVAL / "fastapi.jsonl"), golden_name="fastapi.jsonl")
+    markdown = ev.golden_markdown(report)
+    print("\n" + markdown)
+    assert_floors("fastapi golden set", report.metrics, FLOORS["fastapi"], markdown)
+    for lang, floors in FLOORS["fastapi"].get("by_lang", {}).items():
+        assert_floors(f"fastapi golden set ({lang})", report.by_lang[lang], floors, markdown)
+
+
+@pytest.mark.slow
+def test_eval_command_golden_prints_json_and_markdown(pypug_ctx, tmp_path: Path, capsys):
+    golden = tmp_path / "mini.jsonl"
+    golden.write_text("".join(line for line in (EVAL / "pypug.jsonl").read_text().splitlines(True)
+                              if '"pipenv"' in line or "banana" in line))
+    args = ["eval", "pypug", "--golden", str(golden), "--data-dir", str(pypug_ctx.data_dir)]
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["questions"] == 2 and out["answerable"] == 1 and out["unanswerable"] == 1
+    assert {"hit_at_1", "recall_at_5", "recall_at_10", "mrr", "answer_contains", "honest_refusal",
+            "false_refusal"} <= set(out["metrics"])
+    assert {"p50", "p95"} <= set(out["retrieval_ms"]) and {"p50", "p95"} <= set(out["ttft_ms"])
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "| recall@5 |" in text and "| time to first token ms p50 / p95 / p99 |" in text
