@@ -18,7 +18,7 @@ import numpy as np
 
 from store import vector_index
 from store.connect import time_limit
-from store.errors import InvalidQuery
+from store.errors import BackendUnavailable, InvalidQuery
 
 Mode = Literal["hybrid", "bm25", "dense"]
 MODES = ("hybrid", "bm25", "dense")
@@ -269,63 +269,75 @@ def search(
     text = text[:MAX_QUERY_CHARS]
     if mode != "bm25" and vector is None:
         raise InvalidQuery(f"{mode} search needs a query vector")
-    timings: dict[str, float] = {}
     limit = max(params.candidates, k)
-    with time_limit(conn, time_limit_s):
-        started = time.perf_counter()
-        dense: list[tuple[int, float]] = []
-        if mode != "bm25":
-            dense = dense_candidates(conn, vector, limit, filters)  # type: ignore[arg-type]
-        timings["dense"] = (time.perf_counter() - started) * 1000
-        started = time.perf_counter()
-        query, lexical = ("", [])
-        if mode != "dense":
-            query, lexical = bm25_candidates(conn, text, limit, filters, params)
-        timings["bm25"] = (time.perf_counter() - started) * 1000
+    if mode != "bm25" and (filters is None or not filters.url_prefix):
+        vector_index.index_for(conn)  # a (re)build after a content change is not the query's time
+    try:
+        with time_limit(conn, time_limit_s):
+            return _search(conn, text, vector, k=k, mode=mode, filters=filters, params=params, boost_url=boost_url,
+                           boost=boost, prefer_lang=prefer_lang, lang_boost=lang_boost, trace=trace, limit=limit)
+    except apsw.InterruptError:
+        raise BackendUnavailable(f"the search took longer than {time_limit_s:g} s; please try again") from None
 
-        started = time.perf_counter()
-        fused = fuse(dense, lexical, params, mode)
-        if boost and boost_url:
-            _boost_page(conn, fused, boost_url, boost, vector)
-        ranked = sorted(fused.items(), key=lambda item: -item[1])
-        dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
-        bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
-        bm25_score = dict(lexical)
 
-        window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
-        ids = [cid for cid, _ in window]
-        rows = {}
-        if ids:
-            marks = ",".join("?" * len(ids))
-            for cid, chunk_text, kind, lang in conn.execute(
-                f"SELECT id, text, kind, lang FROM chunks WHERE id IN ({marks})", ids
-            ):
-                rows[cid] = (chunk_text, kind, lang)
-        similarity = (
-            {cid: 1.0 - dist for cid, dist in dense}
-            if vector is None
-            else _cosine_similarities(conn, vector, ids)
-        )
-        hits: list[Hit] = []
-        for cid, score in window:
-            if cid not in rows:
-                continue
-            page = _page_for_chunk(conn, cid, boost_url, filters.url_prefix if filters else None)
-            if page is None:
-                continue
-            chunk_text, kind, lang = rows[cid]
-            if prefer_lang and lang_boost and lang == prefer_lang:
-                score += lang_boost * (ranked[0][1] if ranked else 0.0)
-            hits.append(
-                Hit(
-                    chunk_id=cid, score=score, similarity=similarity.get(cid, 0.0), text=chunk_text,
-                    kind=kind, lang=lang, url=page[0], title=page[1], heading_path=page[2],
-                    dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
-                )
+def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: int, mode: Mode,
+            filters: Filters | None, params: FusionParams, boost_url: str | None, boost: float,
+            prefer_lang: str | None, lang_boost: float, trace: bool, limit: int) -> SearchResult:
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    dense: list[tuple[int, float]] = []
+    if mode != "bm25":
+        dense = dense_candidates(conn, vector, limit, filters)  # type: ignore[arg-type]
+    timings["dense"] = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+    query, lexical = ("", [])
+    if mode != "dense":
+        query, lexical = bm25_candidates(conn, text, limit, filters, params)
+    timings["bm25"] = (time.perf_counter() - started) * 1000
+
+    started = time.perf_counter()
+    fused = fuse(dense, lexical, params, mode)
+    if boost and boost_url:
+        _boost_page(conn, fused, boost_url, boost, vector)
+    ranked = sorted(fused.items(), key=lambda item: -item[1])
+    dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
+    bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
+    bm25_score = dict(lexical)
+
+    window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
+    ids = [cid for cid, _ in window]
+    rows = {}
+    if ids:
+        marks = ",".join("?" * len(ids))
+        for cid, chunk_text, kind, lang in conn.execute(
+            f"SELECT id, text, kind, lang FROM chunks WHERE id IN ({marks})", ids
+        ):
+            rows[cid] = (chunk_text, kind, lang)
+    similarity = (
+        {cid: 1.0 - dist for cid, dist in dense}
+        if vector is None
+        else _cosine_similarities(conn, vector, ids)
+    )
+    hits: list[Hit] = []
+    for cid, score in window:
+        if cid not in rows:
+            continue
+        page = _page_for_chunk(conn, cid, boost_url, filters.url_prefix if filters else None)
+        if page is None:
+            continue
+        chunk_text, kind, lang = rows[cid]
+        if prefer_lang and lang_boost and lang == prefer_lang:
+            score += lang_boost * (ranked[0][1] if ranked else 0.0)
+        hits.append(
+            Hit(
+                chunk_id=cid, score=score, similarity=similarity.get(cid, 0.0), text=chunk_text,
+                kind=kind, lang=lang, url=page[0], title=page[1], heading_path=page[2],
+                dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
             )
-        hits.sort(key=lambda h: -h.score)
-        hits = hits[:k]
-        timings["fuse"] = (time.perf_counter() - started) * 1000
+        )
+    hits.sort(key=lambda h: -h.score)
+    hits = hits[:k]
+    timings["fuse"] = (time.perf_counter() - started) * 1000
     result_trace = None
     if trace:
         result_trace = Trace(mode=mode, fts_query=query, dense=dense, bm25=lexical,
