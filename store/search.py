@@ -211,6 +211,9 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
 def _cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
     if not chunk_ids:
         return {}
+    index = vector_index.index_for(conn)
+    if index is not None:  # vec0 answers `rowid IN (...)` by scanning: at 100k chunks, ~100 ms
+        return index.similarities(vector, chunk_ids)
     marks = ",".join("?" * len(chunk_ids))
     rows = conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({marks})", chunk_ids).fetchall()
     query = np.asarray(vector, dtype=np.float32)

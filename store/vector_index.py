@@ -38,6 +38,16 @@ class VectorIndex:
         self.langs = langs
         self.names = names
 
+    def similarities(self, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
+        """Cosine similarity of the query to these chunks (from the int8 copies)."""
+        wanted = np.asarray(chunk_ids, dtype=np.int64)
+        rows = np.searchsorted(self.ids, wanted)
+        rows = np.clip(rows, 0, len(self.ids) - 1)
+        found = self.ids[rows] == wanted
+        rows = rows[found]
+        scores = (self.quantized[rows].astype(np.float32) @ np.asarray(vector, dtype=np.float32)) * self.scale[rows]
+        return {int(i): float(v) for i, v in zip(wanted[found], scores, strict=True)}
+
     def search(self, vector: np.ndarray, limit: int, kinds: list[str] | None = None,
                lang: str | None = None) -> list[tuple[int, float]]:
         """(chunk id, cosine distance) of the nearest chunks, best first."""
@@ -86,7 +96,7 @@ def index_for(conn: apsw.Connection) -> VectorIndex | None:
         cached = _cache.get(key)
         if cached is not None and cached[0] == generation:
             return cached[1]
-        rows = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec").fetchall()
+        rows = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
         names: dict[str, int] = {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)

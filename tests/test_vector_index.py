@@ -93,3 +93,15 @@ def test_rebuilt_when_content_changes(tenant):
     assert vector_index.index_for(conn) is not before
     new_id = conn.execute("SELECT id FROM chunks WHERE text = 'new'").fetchone()[0]
     assert dense_candidates(conn, target, 1, None)[0][0] == new_id
+
+
+def test_similarities_match_the_stored_vectors(tenant):
+    tenant, centres, _ = tenant
+    conn = tenant.reader()
+    index = vector_index.index_for(conn)
+    query = (centres[5] / np.linalg.norm(centres[5])).astype(np.float32)
+    ids = [c for c, _ in exact(conn, query, 15)] + [10**9]  # an unknown id is left out
+    approx = index.similarities(query, ids)
+    assert set(approx) == set(ids[:-1])
+    for chunk_id, blob in conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({','.join('?' * 15)})", ids[:-1]):
+        assert approx[chunk_id] == pytest.approx(float(np.frombuffer(blob, dtype=np.float32) @ query), abs=0.02)
