@@ -39,12 +39,13 @@ from app.events import (
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider
+from ingest.embed import Embedder
 from ingest.lang import detect_language, primary_subtag
 from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
-from store.search import search
+from store.search import TermCoverage, coverage_threshold, search, term_coverage
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -52,10 +53,11 @@ log = logging.getLogger(__name__)
 CURATED_SIMILARITY = 0.86
 """Embedding similarity above which a curated question counts as the same question."""
 
-# Cosine similarity of MiniLM query/passage vectors → confidence 0..1. Unrelated passages sit
-# around 0.0–0.25, passages that answer a question typically at 0.45–0.75.
-_SIMILARITY_FLOOR = 0.15
-_SIMILARITY_SPAN = 0.45
+STRONG_CONFIDENCE = 0.9
+"""A passage this close answers even a question whose wording the site does not use (typos,
+synonyms, another language); below it, the term-coverage check applies."""
+STRONG_CONFIDENCE_NATIVE = 0.6
+"""The same for a question in one of the model's own languages, where similarity is not inflated."""
 
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
@@ -79,8 +81,9 @@ _CITE = re.compile(r"\[(\d{1,2})\]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def confidence_of(similarity: float) -> float:
-    return float(min(1.0, max(0.0, (similarity - _SIMILARITY_FLOOR) / _SIMILARITY_SPAN)))
+def confidence_of(similarity: float, embedder: Embedder) -> float:
+    """The model's cosine similarity on its own calibrated 0..1 confidence scale."""
+    return float(min(1.0, max(0.0, (similarity - embedder.similarity_floor) / embedder.similarity_span)))
 
 
 class Retrieval(msgspec.Struct, kw_only=True):
@@ -91,9 +94,16 @@ class Retrieval(msgspec.Struct, kw_only=True):
     best_similarity: float
     vector: bytes
     curated: curated.CuratedMatch | None = None
+    coverage: TermCoverage | None = None
     history: list[tuple[str, str]] = msgspec.field(default_factory=list)
     actions: list[SuggestedAction] = msgspec.field(default_factory=list)
     retrieval_ms: float = 0.0
+
+
+class TenantStats(msgspec.Struct, kw_only=True):
+    generation: int
+    chunks: int
+    langs: set[str]
 
 
 class AnswerResult(msgspec.Struct, kw_only=True):
@@ -165,7 +175,7 @@ class Answerer:
         self.cache = cache
         self.metrics = metrics
         self._background: set[asyncio.Task] = set()
-        self._languages_seen: dict[str, tuple[int, set[str]]] = {}
+        self._tenant_stats: dict[str, TenantStats] = {}
 
     # -- the blocking half: runs in a worker thread -------------------------------------------
 
@@ -224,22 +234,37 @@ class Answerer:
             for n, source in enumerate(sources, start=1):
                 source.n = n
         best = max((s.similarity for s in sources), default=0.0)
-        surviving = [s for s in sources if confidence_of(s.similarity) >= settings.min_confidence]
-        confidence = confidence_of(best)
+        surviving = [s for s in sources if confidence_of(s.similarity, embedder) >= settings.min_confidence]
+        confidence = confidence_of(best, embedder)
         if len(surviving) < max(1, settings.min_chunks):
             confidence = min(confidence, settings.min_confidence * 0.99)
+        # Similarity alone cannot tell an off-topic question from an answerable one in every
+        # language (MiniLM rates any two Spanish texts alike): a question whose content words
+        # the site mostly never uses is not answered from it, unless a passage is a strong match.
+        coverage = None
+        strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
+        if settings.min_term_coverage > 0 and confidence < strong:
+            coverage = term_coverage(conn, question, coverage_threshold(self._stats(tenant).chunks),
+                                     also_known=page_text)
+            if coverage.share < settings.min_term_coverage:
+                confidence = min(confidence, settings.min_confidence * 0.99)
         return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
-                         history=history, actions=self._actions(conn, sources, question),
+                         coverage=coverage, history=history, actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
-    def _languages(self, tenant: Tenant) -> set[str]:
-        """The languages of a tenant's chunks, recounted only when its content changes."""
+    def _stats(self, tenant: Tenant) -> TenantStats:
+        """A tenant's chunk count and languages, recounted only when its content changes."""
         generation = tenant.generation()
-        cached = self._languages_seen.get(tenant.id)
-        if cached is None or cached[0] != generation:
-            langs = {r[0] for r in tenant.reader().execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
-            cached = self._languages_seen[tenant.id] = (generation, langs)
-        return cached[1]
+        cached = self._tenant_stats.get(tenant.id)
+        if cached is None or cached.generation != generation:
+            conn = tenant.reader()
+            langs = {r[0] for r in conn.execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
+            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+            cached = self._tenant_stats[tenant.id] = TenantStats(generation=generation, chunks=chunks, langs=langs)
+        return cached
+
+    def _languages(self, tenant: Tenant) -> set[str]:
+        return self._stats(tenant).langs
 
     def _actions(self, conn, sources: list[Source], question: str) -> list[SuggestedAction]:
         urls = [s.url for s in sources[:3]]

@@ -39,6 +39,14 @@ class Embedder(abc.ABC):
     #: Largest number of the model's own tokens one text may have before truncation.
     max_tokens: int
     batch_size: int = 32
+    #: Cosine similarity of a question and a passage → answer confidence 0..1, linearly from
+    #: `similarity_floor` (0) to floor + span (1). Each model's scale differs; calibrated on the
+    #: golden sets (tests/eval/, docs/eval.md).
+    similarity_floor: float = 0.15
+    similarity_span: float = 0.45
+    #: Languages the model was trained on: its similarities there can be trusted on their own;
+    #: elsewhere (an English model reading Spanish) they run high and need lexical support.
+    native_languages: frozenset[str] = frozenset()
 
     @abc.abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -96,6 +104,11 @@ class OnnxMiniLM(Embedder):
 
     dim = 384
     max_tokens = MINILM_MAX_TOKENS
+    # Answerable golden questions start at 0.34 (one at 0.22), off-topic ones in English end
+    # at 0.26 and technical near-misses reach 0.42: confidence 0.2 (the default refusal point)
+    # sits at 0.285.
+    similarity_floor = 0.195
+    native_languages = frozenset({"en"})
 
     def __init__(
         self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None
@@ -206,6 +219,8 @@ class MultilingualUSE(Embedder):
     id = "use-multilingual-v3"
     dim = 512
     max_tokens = 256
+    native_languages = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru", "th",
+                                  "tr", "zh"})
 
     def __init__(self, *, threads: int | None = None) -> None:
         self.threads = threads or os.cpu_count() or 1

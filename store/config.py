@@ -65,6 +65,9 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_confidence: float = 0.2
     """Below this confidence the visitor gets the honest 'not found on this site' answer."""
     min_chunks: int = 1
+    min_term_coverage: float = 0.5
+    """Share of the question's content words the site must use somewhere; below it the question
+    is refused unless the best passage is a strong semantic match (0 turns the check off)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5
@@ -126,6 +129,8 @@ def validate_config(config: SiteConfig) -> SiteConfig:
                 ) from None
     if not 0 <= config.answer.min_confidence <= 1:
         raise InvalidConfig("answer.min_confidence must be within 0..1", field="answer.min_confidence")
+    if not 0 <= config.answer.min_term_coverage <= 1:
+        raise InvalidConfig("answer.min_term_coverage must be within 0..1", field="answer.min_term_coverage")
     if config.answer.min_chunks < 0 or config.answer.max_sources < 1:
         raise InvalidConfig("answer.min_chunks/max_sources out of range", field="answer")
     return config

@@ -116,6 +116,51 @@ def fts_query(text: str) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in fts_terms(text))
 
 
+class TermCoverage(msgspec.Struct, kw_only=True):
+    """How much of a question's wording the site's own text uses (an answerability signal)."""
+
+    terms: list[str]
+    """The question's content words that were checked."""
+    unknown: list[str]
+    """Those occurring in fewer than `min_chunks` chunks of the tenant."""
+    share: float
+    """Share of `terms` the site knows, 0..1 (1.0 when there was nothing to check)."""
+
+
+def coverage_threshold(chunk_count: int) -> int:
+    """How many chunks a word must occur in to count as something the site talks about.
+
+    One occurrence per 2,500 chunks, at least 1 and at most 3: on a large site a word seen in a
+    chunk or two is usually incidental (an example, a name), on a small one it may be the topic.
+    """
+    return min(3, max(1, -(-chunk_count // 2500)))
+
+
+def term_coverage(conn: apsw.Connection, text: str, min_chunks: int = 1, also_known: str = "") -> TermCoverage:
+    """Which of the question's content words occur in at least `min_chunks` chunks (or in
+    `also_known`, e.g. the visitor's page when it is not indexed yet).
+
+    Stemmed like the index (porter), so 'installing' finds 'installed'. Each word costs one FTS
+    lookup that stops after `min_chunks` rows. Function words and one-letter tokens (the 's' of
+    "what's") are not checked.
+    """
+    terms = [t for t in fts_terms(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    extra = {w.lower() for w in _TOKEN.findall(also_known)} if also_known else set()
+    unknown = []
+    for term in terms:
+        if term in extra:
+            continue
+        quoted = '"' + term.replace('"', '""') + '"'
+        (found,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)",
+            (quoted, max(1, min_chunks)),
+        ).fetchone()
+        if found < min_chunks:
+            unknown.append(term)
+    share = 1.0 - len(unknown) / len(terms) if terms else 1.0
+    return TermCoverage(terms=terms, unknown=unknown, share=share)
+
+
 def _prefix_range(prefix: str) -> tuple[str, str]:
     return prefix, prefix + "\U0010ffff"
 
@@ -201,7 +246,10 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
         # CROSS JOIN keeps page_chunks (indexed by chunk) as the outer loop: ~1-2 ms less per hit.
         "SELECT p.url, p.title, pc.heading_path FROM page_chunks pc CROSS JOIN pages p ON p.id = pc.page_id "
         "WHERE pc.chunk_id = ? AND p.status = 'active' AND p.url >= ? AND p.url < ? "
-        "ORDER BY (p.url = ?) DESC, p.id LIMIT 1",
+        # A chunk on several pages (an untranslated page mirrored under /de/, a print view) is
+        # shown from the visitor's page if it is one of them, else from the shortest URL: the
+        # original, not the copy under a prefix.
+        "ORDER BY (p.url = ?) DESC, length(p.url), p.id LIMIT 1",
         (chunk_id, low, high, prefer_url or ""),
     ).fetchone()
     if row is None:

@@ -146,7 +146,7 @@ def test_eval_command_beir_and_usage_errors(tiny_beir: Path, data_dir: Path, cap
 
 
 def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
-    for name in ("pypug.jsonl", "fastapi.jsonl"):
+    for name in ("pypug.jsonl", "fastapi.jsonl", "heldout/pypug.jsonl", "heldout/fastapi.jsonl", "heldout/demo.jsonl"):
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
         assert all(i.expect_url for i in items if i.kind == "answerable")
@@ -197,62 +197,72 @@ def retrieval_metrics(report) -> dict[str, float]:
     return {k: getattr(report, k) for k in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10")}
 
 
+def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> None:
+    report = ev.run_golden(ctx, ctx.tenant(tenant_id), ev.load_golden(EVAL / golden), golden_name=golden)
+    markdown = ev.golden_markdown(report)
+    print("\n" + markdown)  # shown with -s / -rP: the numbers behind floors.json
+    assert_floors(f"golden set {golden}", report.metrics, floors, markdown)
+    for lang, lang_floors in floors.get("by_lang", {}).items():
+        assert_floors(f"golden set {golden} ({lang})", report.by_lang[lang], lang_floors, markdown)
+
+
+# The held-out sets (tests/eval/heldout/) were written by a colleague who did not know how
+# frontdesk decides to refuse, after that rule was chosen on the sets above: they show how the
+# numbers carry over to questions nobody tuned for, and their floors keep that from dropping.
+
+
 @pytest.mark.slow
-def test_pypug_golden_set_stays_above_its_floors(pypug_ctx):
-    tenant = pypug_ctx.tenant("pypug")
-    report = ev.run_golden(pypug_ctx, tenant, ev.load_golden(EVAL / "pypug.jsonl"), golden_name="pypug.jsonl")
-    print("\n" + ev.golden_markdown(report))
-    assert_floors("pypug golden set", report.metrics, FLOORS["pypug"], ev.golden_markdown(report))
-
-
-def fastapi_slice(golden: list[ev.GoldenItem], distractors: int) -> list[Path]:
-    """The pages the golden set needs, in all three languages, plus a fixed set of other pages
-    (chosen by a hash of their path): the whole site takes minutes to index on 2 cores."""
-    from ingest.folder import html_files
-
-    def topic(rel: str) -> str:
-        lang, _, rest = rel.partition("/")
-        return rest if lang in ("es", "de") else rel
-
-    wanted = {topic(u.rstrip("/")) for item in golden for u in item.expect_url}
-    files = html_files(FASTAPI)
-    rel = {f: f.relative_to(FASTAPI).as_posix().removesuffix("/index.html").removesuffix("index.html") for f in files}
-    needed = [f for f in files if topic(rel[f]) in wanted]
-    others = ev._stable_order([rel[f] for f in files if f not in needed], "fastapi-distractor")[:distractors]
-    return needed + [f for f in files if rel[f] in set(others)]
+@pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout")])
+def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
+    check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
 
 
 @pytest.fixture(scope="session")
 def fastapi_ctx(tmp_path_factory):
+    """The whole fastapi fixture site (465 pages in en/es/de, ~7,100 chunks; ~4 min on 2 cores):
+    a slice of it would change how often words occur, and so the term-coverage refusals."""
     from ingest.folder import index_folder
 
-    spec = FLOORS["fastapi"]
-    golden = ev.load_golden(EVAL / "fastapi.jsonl")
-    site = tmp_path_factory.mktemp("fastapi-site")
-    for path in fastapi_slice(golden, spec["distractor_pages"]):
-        target = site / path.relative_to(FASTAPI)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.symlink_to(path)  # a view of the fixture, not a copy
     data = tmp_path_factory.mktemp("fastapi") / "data"
     data.mkdir()
     _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
     (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
     context = Context(Settings(data_dir=str(data)))
     tenant, _ = context.create_tenant("fastapi", FASTAPI_ORIGIN + "/")
-    index_folder(tenant, context.tenant_embedder(tenant), site, FASTAPI_ORIGIN + "/")
+    index_folder(tenant, context.tenant_embedder(tenant), FASTAPI, FASTAPI_ORIGIN + "/")
     yield context
     context.close()
 
 
 @pytest.mark.slow
-def test_fastapi_multilingual_golden_set_stays_above_its_floors(fastapi_ctx):
-    tenant = fastapi_ctx.tenant("fastapi")
-    report = ev.run_golden(fastapi_ctx, tenant, ev.load_golden(EVAL / "fastapi.jsonl"), golden_name="fastapi.jsonl")
-    markdown = ev.golden_markdown(report)
-    print("\n" + markdown)
-    assert_floors("fastapi golden set", report.metrics, FLOORS["fastapi"], markdown)
-    for lang, floors in FLOORS["fastapi"].get("by_lang", {}).items():
-        assert_floors(f"fastapi golden set ({lang})", report.by_lang[lang], floors, markdown)
+@pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout")])
+def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
+    check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
+
+
+@pytest.fixture(scope="module")
+def demo_ctx(tmp_path_factory):
+    """The Harbor & Pine sample site (en + es), crawled for real as the quickstart does."""
+    import asyncio
+
+    from app.demo.server import serve_demo_site
+    from ingest.pipeline import CrawlOptions, crawl
+
+    data = tmp_path_factory.mktemp("demo-eval") / "data"
+    data.mkdir()
+    (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
+    context = Context(Settings(data_dir=str(data)))
+    with serve_demo_site() as site:
+        tenant, _ = context.create_tenant("demo", site.url + "/", allow_private_network=True)
+        summary = asyncio.run(crawl(tenant, context.tenant_embedder(tenant), CrawlOptions(rate=0)))
+        assert summary.failed == 0 and summary.fetched >= 20, summary
+    yield context
+    context.close()
+
+
+@pytest.mark.slow
+def test_demo_site_golden_set_stays_above_its_floors(demo_ctx):
+    check_golden(demo_ctx, "demo", "heldout/demo.jsonl", FLOORS["demo_heldout"])
 
 
 @pytest.mark.slow

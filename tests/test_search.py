@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 from ingest.document import Document, Fact, Section
 from ingest.indexer import PageIndexer
 from store.errors import InvalidQuery
-from store.search import Filters, fts_query, fts_terms, fuse, search
+from store.search import (
+    Filters,
+    coverage_threshold,
+    fts_query,
+    fts_terms,
+    fuse,
+    search,
+    term_coverage,
+)
 from tests.conftest import PYPUG_ORIGIN
 
 # Questions typed the way visitors type them, each with the pypug page(s) that answer it.
@@ -202,3 +210,27 @@ def test_rrf_fusion_weights_and_ranks():
     assert scores[2] == pytest.approx(0.5 / 12 + 0.5 / 11)
     assert max(scores, key=scores.get) == 2
     assert set(fuse([(1, 0.1)], [(3, -1.0)], params, "dense")) == {1}
+
+
+def test_term_coverage_counts_the_words_the_site_uses(small_tenants):
+    _, tenants = small_tenants
+    conn = tenants["bakery"].reader()
+    # Stemmed like the index: 'croissant' and 'loaves'-style inflections find the stored words.
+    known = term_coverage(conn, "Do you sell croissant bread?")
+    assert known.terms == ["sell", "croissant", "bread"] and known.unknown == [] and known.share == 1.0
+    off_topic = term_coverage(conn, "how do I replace the brake pads")
+    assert off_topic.unknown == ["replace", "brake", "pads"] and off_topic.share == 0.0
+    half = term_coverage(conn, "sourdough recipe")
+    assert half.unknown == ["recipe"] and half.share == 0.5
+    # A word must occur in enough chunks: each bakery page has 'sourdough' (4 pages), 'opens' is
+    # in each FAQ answer, 'sunday' too — but nothing occurs in 10 chunks.
+    assert term_coverage(conn, "sourdough", min_chunks=4).share == 1.0
+    assert term_coverage(conn, "sourdough", min_chunks=10).unknown == ["sourdough"]
+    # Words of the visitor's page count as known; nothing to check is full coverage.
+    assert term_coverage(conn, "brake pads", also_known="Our brake pads page").share == 1.0
+    assert term_coverage(conn, "what is it").share == 1.0
+    assert term_coverage(conn, "").share == 1.0 and term_coverage(conn, '"*"()').terms == []
+
+
+def test_coverage_threshold_grows_with_the_site_and_is_capped():
+    assert [coverage_threshold(n) for n in (0, 100, 2500, 2501, 7000, 100_000)] == [1, 1, 1, 2, 3, 3]
