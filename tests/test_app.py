@@ -108,6 +108,46 @@ def test_unanswerable_question_is_refused_honestly_and_recorded_as_a_gap(served)
     assert gap == (question, 1)
 
 
+@pytest.mark.parametrize("question, answered, opening", [
+    # Off-topic in Spanish: MiniLM's similarity alone is not trusted outside English.
+    ("¿cuál es la receta de la paella valenciana?", False, "No he encontrado eso en este sitio"),
+    # Near the site's topic, but the site never mentions the words that matter.
+    ("how do I set up a postgres replica", False, "I could not find that on this site"),
+    # Two of three words misspelt: the passage is a strong enough match to answer anyway.
+    ("how do i uplod my pakage to testpypi", True, ""),
+])
+def test_refusal_follows_what_the_site_talks_about(served, question, answered, opening):
+    base, _, tenant, _ = served
+    _, events = ask(base, tenant.widget_key, question)
+    result = answer_of(events)
+    assert result["meta"]["answered"] is answered, result
+    assert result["text"].startswith(opening) and result["names"][-1] == "done"
+    if answered:
+        assert any(u.endswith(("/guides/using-testpypi/", "/tutorials/packaging-projects/")) for u in result["citations"])
+
+
+def test_term_coverage_check_names_the_unknown_words_and_can_be_turned_off(served):
+    import msgspec
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.metrics import Metrics
+
+    _, ctx, tenant, _ = served
+    answerer = Answerer(ctx, None, AnswerCache(8), Metrics())
+    config = tenant.config()
+    found = answerer.retrieve(tenant, "how do I set up a postgres replica", None, "en", None)
+    assert found.coverage is not None and found.coverage.unknown == ["postgres", "replica"]
+    assert found.confidence < config.answer.min_confidence
+    try:
+        off = msgspec.structs.replace(config.answer, min_term_coverage=0.0, min_confidence=0.0)
+        tenant.set_config(msgspec.structs.replace(config, answer=off))
+        found = answerer.retrieve(tenant, "how do I set up a postgres replica", None, "en", None)
+        assert found.coverage is None and found.confidence > 0
+    finally:
+        tenant.set_config(config)
+
+
 def test_curated_answer_short_circuits(served):
     base, ctx, tenant, _ = served
     question = "Who maintains the packaging guide?"
