@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from urllib.parse import urlsplit
 
 import anyio
@@ -163,9 +163,14 @@ def page_context_text(page: PageContext) -> str:
     return re.sub(r"<[^>]*>", " ", text)[:3000]
 
 
-def question_language(question: str, page: PageContext | None, config_lang: str = "") -> str:
-    fallback = primary_subtag(page.lang if page else "") or config_lang or "en"
-    return detect_language(question, default=fallback, min_words=3, min_prob=0.9)
+def question_language(question: str, page: PageContext | None, config_lang: str = "",
+                      site_langs: Collection[str] = ()) -> str:
+    """The visitor's language: detected, with the site's languages (and the page's) preferred when
+    the detector hesitates between close ones; the page's language when the text is too short."""
+    page_lang = primary_subtag(page.lang if page else "")
+    fallback = page_lang or config_lang or "en"
+    prefer = {*site_langs, page_lang} - {""}
+    return detect_language(question, default=fallback, min_words=3, min_prob=0.9, prefer=prefer)
 
 
 class Answerer:
@@ -295,7 +300,8 @@ class Answerer:
         settings = self.ctx.settings
         question = check_question(request.question, settings.max_question_chars)
         config = await anyio.to_thread.run_sync(tenant.config)
-        lang = question_language(question, request.page, "")
+        site_langs = await anyio.to_thread.run_sync(self._languages, tenant)
+        lang = question_language(question, request.page, "", site_langs)
         conversation_id = request.conversation_id if request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id) else uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""

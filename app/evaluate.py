@@ -572,12 +572,13 @@ def golden_retrieval(tenant: Tenant, embedder: Embedder, items: Sequence[GoldenI
     from app.answer import question_language
 
     site = tenant.config().site
-    multilingual = len(tenant_languages(tenant)) > 1
+    site_langs = tenant_languages(tenant)
+    multilingual = len(site_langs) > 1
     rows = []
     for item in items:
         if item.kind != "answerable":
             continue
-        lang = question_language(item.q, None, "")
+        lang = question_language(item.q, None, "", site_langs)
         pages = rank_pages(tenant, embedder, item.q, lang, multilingual=multilingual, mode=mode, params=params,
                            lang_boost=lang_boost)
         expected = _expected(site, item)
@@ -631,10 +632,11 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
     answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
     site = tenant.config().site
     embedder = ctx.tenant_embedder(tenant)
-    multilingual = len(tenant_languages(tenant)) > 1
+    site_langs = tenant_languages(tenant)
+    multilingual = len(site_langs) > 1
     rows = []
     for number, item in enumerate(items, start=1):
-        lang = question_language(item.q, None, "")
+        lang = question_language(item.q, None, "", site_langs)
         started = time.perf_counter()
         pages = await asyncio.to_thread(
             functools.partial(rank_pages, tenant, embedder, item.q, lang, multilingual=multilingual, params=params))

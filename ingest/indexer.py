@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 
 import msgspec
 
@@ -34,11 +35,33 @@ def document_hash(doc: Document) -> str:
     return hashlib.blake2b(payload, digest_size=16).hexdigest()
 
 
+_CODE_CHARS = re.compile(r"[=(){}\[\]<>;_/\\#$@`|*+]")
+_WORDS = re.compile(r"[^\W\d_]{2,}")
+_CODE_LINE = re.compile(r"^\s*(from \S+ import |import \S|(async )?def |class \w|return\b|@\w|\$ |>>> )", re.M)
+
+
+def prose_sample(doc: Document, limit: int = 1500) -> str:
+    """Up to `limit` characters of the page's sentences, code left out: on a code-heavy page the
+    first 1,500 characters can be mostly Python, which reads as English whatever the page's
+    language (four translated pages of the fastapi docs were labelled English that way)."""
+    prose: list[str] = []
+    for section in doc.sections:
+        for block in section.text.split("\n\n"):
+            words = len(_WORDS.findall(block))
+            if words >= 5 and len(_CODE_CHARS.findall(block)) <= words / 4 and not _CODE_LINE.search(block):
+                prose.append(block)
+        if sum(len(b) for b in prose) >= limit:
+            break
+    return " ".join(prose)[:limit]
+
+
 def content_language(doc: Document) -> str:
     """The language the page's text is actually in. `<html lang>` is trusted unless the text says
     otherwise beyond doubt (untranslated pages of a translated site); detection runs once per
     page, on a sample: langdetect costs ~10 ms a call and misreads short or code-heavy passages."""
-    sample = " ".join(s.text for s in doc.sections)[:1500]
+    sample = prose_sample(doc)
+    if not sample:  # nothing but code, tables or fragments: <html lang>, else a guess from all of it
+        return doc.lang or detect_language(" ".join(s.text for s in doc.sections)[:1500], min_words=6, min_prob=0.9)
     if not doc.lang:
         return detect_language(sample, default="", min_words=6, min_prob=0.9)
     return detect_language(sample, default=doc.lang, min_words=15, min_prob=0.97)

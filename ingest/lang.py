@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Collection
 
 _lock = threading.Lock()
 _ready = False
@@ -29,12 +30,49 @@ def primary_subtag(tag: str | None) -> str:
     return head if re.fullmatch(r"[a-z]{2,3}", head) else ""
 
 
+# Words that give a language away even in a five-word question (langdetect's character n-grams
+# read "como habilitar cors para mi frontend" as Portuguese and "leer una cookie en un endpoint"
+# as French). Only used to choose among the languages a site is written in.
+_FUNCTION_WORDS = {
+    "en": "the a an is are do does how what where when why which who can i you my your to of in on for with "
+          "and or it this that from not have has",
+    "es": "el la los las un una unos unas es son cómo como qué que dónde cuándo cuál por para con mi mis tu "
+          "tus del al en de y o se puedo puede hay tenéis tienen está están hacer",
+    "de": "der die das den dem des ein eine einen einem ist sind wie was wo wann warum welche kann ich du "
+          "mein meine mit für von zu und oder nicht auch im am man gibt habt ihr",
+    "fr": "le la les un une des est sont comment que quoi où quand pourquoi je vous mon ma mes pour avec "
+          "dans et ou ne pas du au",
+    "it": "il lo la gli le un una è sono come cosa dove quando perché posso mio mia per con nel della e o "
+          "non",
+    "pt": "o a os as um uma é são como que onde quando porque posso meu minha para com no na do da e ou "
+          "não",
+    "nl": "de het een is zijn hoe wat waar wanneer waarom ik je mijn voor met in op en of niet",
+}
+FUNCTION_WORDS = {lang: frozenset(words.split()) for lang, words in _FUNCTION_WORDS.items()}
+
+
+def _function_word_vote(text: str, languages: Collection[str], at_least: int = 1) -> str:
+    """The one language among `languages` with the most (and at least `at_least`) function words
+    in `text`, or ''."""
+    words = [w.lower() for w in _WORD.findall(text[:2000])] + [w.lower() for w in re.findall(r"\b\w\b", text[:2000])]
+    scores = {lang: sum(w in FUNCTION_WORDS[lang] for w in words) for lang in languages if lang in FUNCTION_WORDS}
+    ranked = sorted(scores.items(), key=lambda item: -item[1])
+    if not ranked or ranked[0][1] < max(1, at_least) or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
+        return ""
+    return ranked[0][0]
+
+
 def detect_language(
-    text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80
+    text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80, prefer: Collection[str] = ()
 ) -> str:
-    """The ISO 639-1 code of `text`, or `default` when the text is too short or ambiguous."""
+    """The ISO 639-1 code of `text`, or `default` when the text is too short or ambiguous.
+
+    `prefer`: the languages the text is likely in (a site's languages). When langdetect names
+    another language, or is unsure, the function words decide among these; a text clearly in
+    another language still gets that language.
+    """
     if len(_WORD.findall(text[:2000])) < min_words:
-        return default
+        return _function_word_vote(text, prefer) or default if prefer else default
     _init()
     from langdetect import detect_langs
     from langdetect.lang_detect_exception import LangDetectException
@@ -43,6 +81,12 @@ def detect_language(
         best = detect_langs(text[:2000])[0]
     except LangDetectException:
         return default
+    lang = primary_subtag(best.lang)
+    if prefer and (lang not in prefer or best.prob < min_prob):
+        # Overruling a confident detection takes two function words, not one shared "a".
+        voted = _function_word_vote(text, prefer, at_least=2 if best.prob >= min_prob else 1)
+        if voted:
+            return voted
     if best.prob < min_prob:
         return default
-    return primary_subtag(best.lang) or default
+    return lang or default

@@ -1,0 +1,65 @@
+"""Language of pages and of visitors' questions (langdetect, helped where it is weak)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.answer import question_language
+from app.events import PageContext
+from ingest.document import Document, Section
+from ingest.indexer import content_language, prose_sample
+from ingest.lang import detect_language
+
+CODE = """from typing import Annotated
+
+from fastapi import FastAPI, Form
+
+app = FastAPI()
+
+
+@app.post("/login/")
+async def login(username: Annotated[str, Form()], password: Annotated[str, Form()]):
+    return {"username": username}"""
+
+
+def test_a_code_heavy_page_is_labelled_by_its_sentences_not_its_code():
+    spanish = ("Cuando necesitas recibir campos de formulario en lugar de JSON, puedes usar Form. "
+               "Crea parámetros de formulario de la misma manera que lo harías para Body o Query.")
+    doc = Document(url="https://x.test/es/forms/", canonical_url="https://x.test/es/forms/", title="Formularios",
+                   lang="es", sections=[Section(heading_path=("Formularios",), text=f"{CODE}\n\n{CODE}\n\n{spanish}")])
+    assert prose_sample(doc).startswith("Cuando necesitas")
+    # The first 1,500 characters are mostly Python, which langdetect reads as English.
+    assert detect_language(" ".join(s.text for s in doc.sections)[:1500], min_prob=0.5) == "en"
+    assert content_language(doc) == "es"
+    # An untranslated page of a translated site is still found out, and code alone keeps <html lang>.
+    english = Document(url="https://x.test/es/ref/", canonical_url="https://x.test/es/ref/", title="Reference",
+                       lang="es", sections=[Section(heading_path=(), text=(
+                           "This page documents every parameter of the class, with its default value and the "
+                           "version that added it. Read the tutorial first if you are new to the framework, "
+                           "then come back here when you need the details of one argument."))])
+    assert content_language(english) == "en"
+    only_code = Document(url="https://x.test/es/c/", canonical_url="https://x.test/es/c/", title="c", lang="es",
+                         sections=[Section(heading_path=(), text=CODE)])
+    assert content_language(only_code) == "es"
+
+
+@pytest.mark.parametrize("question, site, expected", [
+    # langdetect alone: pt, fr, fr, fr, hr — the site's languages decide between close ones.
+    ("como habilitar cors para mi frontend", {"en", "es", "de"}, "es"),
+    ("leer una cookie en un endpoint", {"en", "es", "de"}, "es"),
+    ("qué horario tenéis en nochebuena", {"en", "es"}, "es"),
+    ("do you sell croissants", {"en", "es"}, "en"),
+    ("tenéis zumo de naranja natural", {"en", "es"}, "es"),
+    # A question clearly in a language the site does not have keeps that language.
+    ("¿cuál es la receta de la paella valenciana?", {"en"}, "es"),
+    ("comment installer un paquet python", {"en"}, "fr"),
+    ("wie installiere ich ein paket", {"en"}, "de"),
+])
+def test_question_language_prefers_the_sites_languages(question, site, expected):
+    assert question_language(question, None, "", site) == expected
+
+
+def test_short_questions_fall_back_to_the_page_language():
+    page = PageContext(url="https://x.test/es/", lang="es-ES")
+    assert question_language("horario", page) == "es"
+    assert question_language("hola", None, "", {"en", "es"}) == "en"  # too short, nothing to go on
