@@ -171,6 +171,8 @@ def test_hostile_queries_give_results_or_nothing_never_an_error(small_tenants, q
         result = ctx.search(tenants["bakery"], query, k=5, mode=mode)
         assert isinstance(result.hits, list)
         assert all(h.url.startswith("https://bakery.test/") for h in result.hits)
+    coverage = term_coverage(tenants["bakery"].reader(), query, 3, also_known=query)
+    assert 0.0 <= coverage.share <= 1.0 and set(coverage.unknown) <= set(coverage.terms)
 
 
 def test_bad_search_arguments_are_invalid_query(small_tenants):
@@ -194,6 +196,8 @@ def test_fts_escaping_never_produces_syntax(small_tenants, text):
             assert term.startswith('"') and term.endswith('"')
     result = search(tenants["bakery"].reader(), text, None, mode="bm25", k=5)
     assert isinstance(result.hits, list)
+    coverage = term_coverage(tenants["bakery"].reader(), text, 2)
+    assert 0.0 <= coverage.share <= 1.0 and set(coverage.unknown) <= set(coverage.terms)
 
 
 def test_fts_terms_drop_stopwords_but_keep_something():
