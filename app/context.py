@@ -10,7 +10,15 @@ from ingest.embed import MODELS, Embedder, shared_embedder
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.migrations import check_model, read_meta
-from store.search import Filters, FusionParams, Mode, SearchResult, search
+from store.search import (
+    Filters,
+    FusionParams,
+    Mode,
+    SearchResult,
+    coverage_threshold,
+    search,
+    term_coverage,
+)
 from store.tenants import Tenant, TenantRegistry, validate_tenant_id
 
 
@@ -71,8 +79,13 @@ class Context:
                trace: bool = False, boost_url: str | None = None, boost: float = 0.0) -> SearchResult:
         vector = None if mode == "bm25" else self.tenant_embedder(tenant).embed_query(query)
         kwargs = {"params": params} if params is not None else {}
-        return search(tenant.reader(), query, vector, k=k, mode=mode, filters=filters, trace=trace,
-                      boost_url=boost_url, boost=boost, **kwargs)
+        conn = tenant.reader()
+        result = search(conn, query, vector, k=k, mode=mode, filters=filters, trace=trace,
+                        boost_url=boost_url, boost=boost, **kwargs)
+        if trace:
+            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+            result.coverage = term_coverage(conn, query, coverage_threshold(chunks))
+        return result
 
     def close(self) -> None:
         self.registry.close_all()

@@ -80,9 +80,22 @@ class Trace(msgspec.Struct, kw_only=True):
     timings_ms: dict[str, float]
 
 
+class TermCoverage(msgspec.Struct, kw_only=True):
+    """How much of a question's wording the site's own text uses (an answerability signal)."""
+
+    terms: list[str]
+    """The question's content words that were checked."""
+    unknown: list[str]
+    """Those occurring in fewer than `min_chunks` chunks of the tenant."""
+    share: float
+    """Share of `terms` the site knows, 0..1 (1.0 when there was nothing to check)."""
+
+
 class SearchResult(msgspec.Struct):
     hits: list[Hit]
     trace: Trace | None = None
+    coverage: TermCoverage | None = None
+    """With a trace: which of the query's words the site uses (what the answerer's refusal reads)."""
 
 
 class FusionParams(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,17 +127,6 @@ def fts_terms(text: str) -> list[str]:
 def fts_query(text: str) -> str:
     """A safe FTS5 MATCH expression: every term a quoted string, OR-ed. '' if nothing to match."""
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in fts_terms(text))
-
-
-class TermCoverage(msgspec.Struct, kw_only=True):
-    """How much of a question's wording the site's own text uses (an answerability signal)."""
-
-    terms: list[str]
-    """The question's content words that were checked."""
-    unknown: list[str]
-    """Those occurring in fewer than `min_chunks` chunks of the tenant."""
-    share: float
-    """Share of `terms` the site knows, 0..1 (1.0 when there was nothing to check)."""
 
 
 def coverage_threshold(chunk_count: int) -> int:

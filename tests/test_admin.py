@@ -162,6 +162,9 @@ def test_crawl_with_progress_then_stats_and_search_debug(admin):
     debug = api.request("POST", "/admin/tenants/shop/search", json={"query": "shipping cost", "k": 5}).json()
     assert debug["hits"] and debug["trace"]["fts_query"] == '"shipping" OR "cost"'
     assert debug["trace"]["dense"] and debug["trace"]["bm25"] and debug["trace"]["timings_ms"]
+    assert debug["coverage"] == {"terms": ["shipping", "cost"], "unknown": [], "share": 1.0}
+    off_topic = api.request("POST", "/admin/tenants/shop/search", json={"query": "paella valenciana", "k": 3}).json()
+    assert off_topic["coverage"]["unknown"] == ["paella", "valenciana"] and off_topic["coverage"]["share"] == 0.0
     assert api.request("POST", "/admin/tenants/shop/search", json={"query": "x", "k": 0}).status_code == 400
     assert api.request("POST", "/admin/tenants/shop/search", json={"query": "x", "mode": "magic"}).status_code == 400
     job = api.request("GET", "/admin/tenants/shop/crawl").json()["job"]
