@@ -123,6 +123,12 @@ def search_command(ctx: Context, args: argparse.Namespace) -> None:
         path = " > ".join(hit.heading_path)
         lines.append(f"{i:2}. {hit.score:.4f} sim={hit.similarity:.3f} {hit.url}\n    {hit.title} — {path}\n    "
                      + hit.text[:200].replace("\n", " "))
+    if result.trace is not None:
+        timings = ", ".join(f"{stage} {ms:.1f} ms" for stage, ms in result.trace.timings_ms.items())
+        lines.append(f"trace: FTS {result.trace.fts_query or '(none)'}; {timings}")
+    if result.coverage is not None:
+        unknown = ", ".join(result.coverage.unknown) or "none"
+        lines.append(f"words the site does not use: {unknown} (coverage {result.coverage.share:.2f})")
     emit(args, result, "\n".join(lines) or "no results")
 
 

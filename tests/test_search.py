@@ -238,3 +238,19 @@ def test_term_coverage_counts_the_words_the_site_uses(small_tenants):
 
 def test_coverage_threshold_grows_with_the_site_and_is_capped():
     assert [coverage_threshold(n) for n in (0, 100, 2500, 2501, 7000, 100_000)] == [1, 1, 1, 2, 3, 3]
+
+
+def test_cli_search_prints_hits_trace_and_the_words_the_site_does_not_use(pypug_ctx, capsys):
+    import json
+
+    from app.__main__ import main
+
+    args = ["search", "pypug", "how do I set up a postgres replica", "--k", "3", "--trace",
+            "--data-dir", str(pypug_ctx.data_dir)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert text.count(" sim=") == 3 and 'trace: FTS "set" OR "postgres" OR "replica"' in text
+    assert "words the site does not use: postgres, replica (coverage 0.33)" in text
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["hits"]) == 3 and out["coverage"]["unknown"] == ["postgres", "replica"]
