@@ -45,7 +45,7 @@ from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
-from store.search import TermCoverage, coverage_threshold, search, term_coverage
+from store.search import TermCoverage, coverage_threshold, is_repeated, search, term_coverage
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,7 @@ class Answerer:
         self.metrics = metrics
         self._background: set[asyncio.Task] = set()
         self._tenant_stats: dict[str, TenantStats] = {}
+        self._repeated: dict[tuple[str, int, str], bool] = {}
 
     # -- the blocking half: runs in a worker thread -------------------------------------------
 
@@ -229,6 +230,7 @@ class Answerer:
             sources.append(Source(n=len(sources) + 1, title=hit.title, url=hit.url, text=hit.text, kind=hit.kind,
                                   context=" ".join(hit.heading_path), score=hit.score,
                                   similarity=hit.similarity, chunk_id=hit.chunk_id))
+        self._drop_boilerplate(conn, tenant, sources)
         if page_text and page and len(vectors) > 1:
             similarity = float(vectors[1] @ vector)
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
@@ -256,6 +258,31 @@ class Answerer:
         return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
                          coverage=coverage, history=history, actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
+
+    def _drop_boilerplate(self, conn, tenant: Tenant, sources: list[Source]) -> None:
+        """Leave out a source's opening blocks that the site repeats on many pages (a translation
+        notice, a banner): they would be quoted as the answer's first sentence."""
+        stats = self._stats(tenant)
+        min_chunks = max(5, stats.chunks // 200)
+
+        def repeated(block: str) -> bool:
+            # Pages open with the same few blocks question after question: remember the verdicts
+            # (per content generation) rather than asking FTS each time.
+            key = (tenant.id, stats.generation, block[:300])
+            verdict = self._repeated.get(key)
+            if verdict is None:
+                if len(self._repeated) >= 4096:
+                    self._repeated.clear()
+                verdict = self._repeated[key] = is_repeated(conn, block, min_chunks)
+            return verdict
+
+        for source in sources:
+            blocks = source.text.split("\n\n")
+            start = 0
+            while start < min(len(blocks) - 1, 6) and repeated(blocks[start]):
+                start += 1
+            if start:
+                source.text = "\n\n".join(blocks[start:])
 
     def _stats(self, tenant: Tenant) -> TenantStats:
         """A tenant's chunk count and languages, recounted only when its content changes."""

@@ -163,6 +163,19 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int = 1, also_kn
     return TermCoverage(terms=terms, unknown=unknown, share=share)
 
 
+def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: int = 10) -> bool:
+    """Whether `block` (its first `max_words` words, as a phrase) occurs in at least `min_chunks`
+    chunks: site boilerplate such as a translation notice at the top of every page."""
+    words = _TOKEN.findall(block)[:max_words]
+    if len(words) < 4:  # too short to tell boilerplate from a common phrase
+        return False
+    phrase = '"' + " ".join(words).replace('"', '""') + '"'
+    (found,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)", (phrase, min_chunks)
+    ).fetchone()
+    return found >= min_chunks
+
+
 def _prefix_range(prefix: str) -> tuple[str, str]:
     return prefix, prefix + "\U0010ffff"
 

@@ -375,3 +375,34 @@ def test_real_llama_cpp_server_streams_a_grounded_answer(pypug_ctx):
     result = answer_of(events)
     assert result["names"][-1] == "done" and "error" not in result["names"]
     assert result["names"].count("token") > 3 and result["citations"]
+
+
+def test_a_notice_the_site_repeats_on_every_page_is_not_quoted_as_the_answer(ctx):
+    import asyncio
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.events import ChatRequest
+    from app.metrics import Metrics
+    from app.providers import Extractive
+
+    tenant, _ = ctx.create_tenant("docs", "https://docs.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    notice = "This page was translated by a machine and may contain errors. Help us improve the translation."
+    topics = {
+        "kayak": "You can rent a kayak at the harbour office for 20 euros an hour, life jacket included.",
+        "ferry": "The ferry to the island leaves every morning at nine and returns at five in the afternoon.",
+        "bikes": "Bikes are rented by the day at the station; bring an identity card as a deposit.",
+        "museum": "The maritime museum opens from ten to six and is free on the first Sunday of the month.",
+        "market": "The fish market is held on the quay every Tuesday and Saturday morning until noon.",
+        "beach": "The north beach has lifeguards in July and August and a shower near the car park.",
+    }
+    for slug, text in topics.items():
+        indexer.index(Document(url=f"https://docs.test/{slug}", canonical_url=f"https://docs.test/{slug}",
+                               title=slug.title(), lang="en",
+                               sections=[Section(heading_path=(slug.title(),), text=f"{notice}\n\n{text}")]))
+    answerer = Answerer(ctx, Extractive(), AnswerCache(8), Metrics())
+    result = asyncio.run(answerer.answer(tenant, ChatRequest(key=tenant.widget_key, question="how much is a kayak rental"),
+                                         persist=False, use_cache=False))
+    assert result.answered and "20 euros" in result.answer
+    assert "translated by a machine" not in result.answer

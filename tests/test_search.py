@@ -16,6 +16,7 @@ from store.search import (
     fts_query,
     fts_terms,
     fuse,
+    is_repeated,
     search,
     term_coverage,
 )
@@ -254,3 +255,13 @@ def test_cli_search_prints_hits_trace_and_the_words_the_site_does_not_use(pypug_
     assert main([*args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["hits"]) == 3 and out["coverage"]["unknown"] == ["postgres", "replica"]
+
+
+def test_is_repeated_finds_text_the_site_repeats_on_many_pages(small_tenants):
+    _, tenants = small_tenants
+    conn = tenants["bakery"].reader()
+    faq = "Q: Do you open on Sunday? A: The bakery opens at"  # the start of each page's FAQ fact
+    assert is_repeated(conn, faq, 4) and not is_repeated(conn, faq, 5)
+    assert not is_repeated(conn, "We sell sourdough bread and croissants. Page 2 explains our sourdough", 2)
+    assert not is_repeated(conn, "sourdough bread", 1)  # too short to call boilerplate
+    assert not is_repeated(conn, '"" NEAR( * ^', 1)
