@@ -45,7 +45,15 @@ from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
-from store.search import TermCoverage, coverage_threshold, is_repeated, search, term_coverage
+from store.search import (
+    STOPWORDS,
+    TermCoverage,
+    coverage_threshold,
+    fts_terms,
+    is_repeated,
+    search,
+    term_coverage,
+)
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -230,7 +238,7 @@ class Answerer:
             sources.append(Source(n=len(sources) + 1, title=hit.title, url=hit.url, text=hit.text, kind=hit.kind,
                                   context=" ".join(hit.heading_path), score=hit.score,
                                   similarity=hit.similarity, chunk_id=hit.chunk_id))
-        self._drop_boilerplate(conn, tenant, sources)
+        self._drop_boilerplate(conn, tenant, sources, question)
         if page_text and page and len(vectors) > 1:
             similarity = float(vectors[1] @ vector)
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
@@ -259,13 +267,18 @@ class Answerer:
                          coverage=coverage, history=history, actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
-    def _drop_boilerplate(self, conn, tenant: Tenant, sources: list[Source]) -> None:
+    def _drop_boilerplate(self, conn, tenant: Tenant, sources: list[Source], question: str) -> None:
         """Leave out a source's opening blocks that the site repeats on many pages (a translation
-        notice, a banner): they would be quoted as the answer's first sentence."""
+        notice, a banner): they would be quoted as the answer's first sentence. A block that uses
+        a word of the question is kept without asking (and most first blocks do)."""
         stats = self._stats(tenant)
         min_chunks = max(5, stats.chunks // 200)
+        terms = [t for t in fts_terms(question) if t not in STOPWORDS and len(t) > 2]
 
         def repeated(block: str) -> bool:
+            folded = block.lower()
+            if any(term in folded for term in terms):
+                return False
             # Pages open with the same few blocks question after question: remember the verdicts
             # (per content generation) rather than asking FTS each time.
             key = (tenant.id, stats.generation, block[:300])
