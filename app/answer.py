@@ -46,10 +46,11 @@ from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
 from store.search import (
-    STOPWORDS,
     TermCoverage,
+    chunk_count,
+    chunk_languages,
+    content_terms,
     coverage_threshold,
-    fts_terms,
     is_repeated,
     search,
     term_coverage,
@@ -216,7 +217,8 @@ class Answerer:
                              vector=vector.tobytes(), curated=match, history=history,
                              retrieval_ms=(time.perf_counter() - started) * 1000)
 
-        multilingual = len(self._languages(tenant)) > 1
+        stats = self._stats(tenant)
+        multilingual = len(stats.langs) > 1
         result = search(
             conn, question, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
             boost_url=page_url or None, boost=settings.page_boost,
@@ -238,7 +240,7 @@ class Answerer:
             sources.append(Source(n=len(sources) + 1, title=hit.title, url=hit.url, text=hit.text, kind=hit.kind,
                                   context=" ".join(hit.heading_path), score=hit.score,
                                   similarity=hit.similarity, chunk_id=hit.chunk_id))
-        self._drop_boilerplate(conn, tenant, sources, question)
+        self._drop_boilerplate(conn, tenant.id, stats, sources, question)
         if page_text and page and len(vectors) > 1:
             similarity = float(vectors[1] @ vector)
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
@@ -259,21 +261,20 @@ class Answerer:
         coverage = None
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         if settings.min_term_coverage > 0 and confidence < strong:
-            coverage = term_coverage(conn, question, coverage_threshold(self._stats(tenant).chunks),
-                                     also_known=page_text)
+            coverage = term_coverage(conn, question, coverage_threshold(stats.chunks), also_known=page_text)
             if coverage.share < settings.min_term_coverage:
                 confidence = min(confidence, settings.min_confidence * 0.99)
         return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
                          coverage=coverage, history=history, actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
-    def _drop_boilerplate(self, conn, tenant: Tenant, sources: list[Source], question: str) -> None:
+    def _drop_boilerplate(self, conn, tenant_id: str, stats: TenantStats, sources: list[Source],
+                          question: str) -> None:
         """Leave out a source's opening blocks that the site repeats on many pages (a translation
         notice, a banner): they would be quoted as the answer's first sentence. A block that uses
         a word of the question is kept without asking (and most first blocks do)."""
-        stats = self._stats(tenant)
         min_chunks = max(5, stats.chunks // 200)
-        terms = [t for t in fts_terms(question) if t not in STOPWORDS and len(t) > 2]
+        terms = [t for t in content_terms(question) if len(t) > 2]
 
         def repeated(block: str) -> bool:
             folded = block.lower()
@@ -281,7 +282,7 @@ class Answerer:
                 return False
             # Pages open with the same few blocks question after question: remember the verdicts
             # (per content generation) rather than asking FTS each time.
-            key = (tenant.id, stats.generation, block[:300])
+            key = (tenant_id, stats.generation, block[:300])
             verdict = self._repeated.get(key)
             if verdict is None:
                 if len(self._repeated) >= 4096:
@@ -303,13 +304,9 @@ class Answerer:
         cached = self._tenant_stats.get(tenant.id)
         if cached is None or cached.generation != generation:
             conn = tenant.reader()
-            langs = {r[0] for r in conn.execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
-            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-            cached = self._tenant_stats[tenant.id] = TenantStats(generation=generation, chunks=chunks, langs=langs)
+            cached = self._tenant_stats[tenant.id] = TenantStats(
+                generation=generation, chunks=chunk_count(conn), langs=chunk_languages(conn))
         return cached
-
-    def _languages(self, tenant: Tenant) -> set[str]:
-        return self._stats(tenant).langs
 
     def _actions(self, conn, sources: list[Source], question: str) -> list[SuggestedAction]:
         urls = [s.url for s in sources[:3]]
@@ -339,9 +336,8 @@ class Answerer:
         started = time.perf_counter()
         settings = self.ctx.settings
         question = check_question(request.question, settings.max_question_chars)
-        config = await anyio.to_thread.run_sync(tenant.config)
-        site_langs = await anyio.to_thread.run_sync(self._languages, tenant)
-        lang = question_language(question, request.page, "", site_langs)
+        config, stats = await anyio.to_thread.run_sync(lambda: (tenant.config(), self._stats(tenant)))
+        lang = question_language(question, request.page, "", stats.langs)
         conversation_id = request.conversation_id if request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id) else uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""

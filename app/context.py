@@ -15,7 +15,6 @@ from store.search import (
     FusionParams,
     Mode,
     SearchResult,
-    coverage_threshold,
     search,
     term_coverage,
 )
@@ -83,8 +82,7 @@ class Context:
         result = search(conn, query, vector, k=k, mode=mode, filters=filters, trace=trace,
                         boost_url=boost_url, boost=boost, **kwargs)
         if trace:
-            (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
-            result.coverage = term_coverage(conn, query, coverage_threshold(chunks))
+            result.coverage = term_coverage(conn, query)
         return result
 
     def close(self) -> None:

@@ -47,6 +47,7 @@ from store.search import (
     FusionParams,
     Mode,
     bm25_candidates,
+    chunk_languages,
     dense_candidates,
     fuse,
     search,
@@ -534,7 +535,7 @@ def _contains_all(answer: str, needles: Sequence[str]) -> bool:
 
 
 def tenant_languages(tenant: Tenant) -> set[str]:
-    return {r[0] for r in tenant.reader().execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
+    return chunk_languages(tenant.reader())
 
 
 #: The language preference `Answerer.retrieve` applies on multilingual tenants.

@@ -138,27 +138,44 @@ def coverage_threshold(chunk_count: int) -> int:
     return min(3, max(1, -(-chunk_count // 2500)))
 
 
-def term_coverage(conn: apsw.Connection, text: str, min_chunks: int = 1, also_known: str = "") -> TermCoverage:
-    """Which of the question's content words occur in at least `min_chunks` chunks (or in
-    `also_known`, e.g. the visitor's page when it is not indexed yet).
+def content_terms(text: str) -> list[str]:
+    """The words of a question that carry its meaning: no function words, no one-letter tokens
+    (the 's' of "what's"), numbers kept."""
+    return [t for t in fts_terms(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+
+
+def chunk_count(conn: apsw.Connection) -> int:
+    (count,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    return int(count)
+
+
+def chunk_languages(conn: apsw.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT DISTINCT lang FROM chunks WHERE lang != ''")}
+
+
+def _matches_at_least(conn: apsw.Connection, match: str, limit: int) -> bool:
+    """Whether the FTS expression `match` matches `limit` chunks; stops reading there."""
+    (found,) = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)", (match, limit)
+    ).fetchone()
+    return found >= limit
+
+
+def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = None,
+                  also_known: str = "") -> TermCoverage:
+    """Which of the question's content words occur in at least `min_chunks` chunks (by default
+    `coverage_threshold` of the tenant's size), or in `also_known` (e.g. the visitor's page when
+    it is not indexed yet).
 
     Stemmed like the index (porter), so 'installing' finds 'installed'. Each word costs one FTS
-    lookup that stops after `min_chunks` rows. Function words and one-letter tokens (the 's' of
-    "what's") are not checked.
+    lookup that stops after `min_chunks` rows.
     """
-    terms = [t for t in fts_terms(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
+    if min_chunks is None:
+        min_chunks = coverage_threshold(chunk_count(conn))
+    terms = content_terms(text)
     extra = {w.lower() for w in _TOKEN.findall(also_known)} if also_known else set()
-    unknown = []
-    for term in terms:
-        if term in extra:
-            continue
-        quoted = '"' + term.replace('"', '""') + '"'
-        (found,) = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)",
-            (quoted, max(1, min_chunks)),
-        ).fetchone()
-        if found < min_chunks:
-            unknown.append(term)
+    unknown = [t for t in terms if t not in extra
+               and not _matches_at_least(conn, '"' + t.replace('"', '""') + '"', max(1, min_chunks))]
     share = 1.0 - len(unknown) / len(terms) if terms else 1.0
     return TermCoverage(terms=terms, unknown=unknown, share=share)
 
@@ -169,11 +186,7 @@ def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: i
     words = _TOKEN.findall(block)[:max_words]
     if len(words) < 4:  # too short to tell boilerplate from a common phrase
         return False
-    phrase = '"' + " ".join(words).replace('"', '""') + '"'
-    (found,) = conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)", (phrase, min_chunks)
-    ).fetchone()
-    return found >= min_chunks
+    return _matches_at_least(conn, '"' + " ".join(words).replace('"', '""') + '"', min_chunks)
 
 
 def _prefix_range(prefix: str) -> tuple[str, str]:

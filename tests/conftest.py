@@ -37,17 +37,28 @@ def ctx(data_dir: Path):
     context.close()
 
 
-@pytest.fixture(scope="session")
-def pypug_ctx(tmp_path_factory):
-    """A tenant indexed from the pypug fixture folder, shared by the read-only tests."""
-    from ingest.folder import index_folder
-
-    data = tmp_path_factory.mktemp("pypug") / "data"
+def fresh_context(tmp_path_factory, name: str) -> Context:
+    """A Context on a new data dir that shares the session's model cache."""
+    data = tmp_path_factory.mktemp(name) / "data"
     data.mkdir()
     _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
     (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
-    context = Context(Settings(data_dir=str(data)))
-    tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
-    index_folder(tenant, context.tenant_embedder(tenant), PYPUG, PYPUG_ORIGIN + "/")
+    return Context(Settings(data_dir=str(data)))
+
+
+def folder_context(tmp_path_factory, tenant_id: str, root: Path, origin: str) -> Context:
+    """A fresh Context with one tenant indexed from a fixture folder served at `origin`."""
+    from ingest.folder import index_folder
+
+    context = fresh_context(tmp_path_factory, tenant_id)
+    tenant, _ = context.create_tenant(tenant_id, origin + "/")
+    index_folder(tenant, context.tenant_embedder(tenant), root, origin + "/")
+    return context
+
+
+@pytest.fixture(scope="session")
+def pypug_ctx(tmp_path_factory):
+    """A tenant indexed from the pypug fixture folder, shared by the read-only tests."""
+    context = folder_context(tmp_path_factory, "pypug", PYPUG, PYPUG_ORIGIN)
     yield context
     context.close()

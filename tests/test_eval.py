@@ -14,10 +14,16 @@ import pytest
 from app import evaluate as ev
 from app.__main__ import main
 from app.context import Context
-from app.settings import Settings
 from store.errors import InvalidInput
 from store.search import DEFAULT_FUSION, search
-from tests.conftest import _MODEL_CACHE, FASTAPI, FASTAPI_ORIGIN, FIXTURES
+from tests.conftest import (
+    _MODEL_CACHE,
+    FASTAPI,
+    FASTAPI_ORIGIN,
+    FIXTURES,
+    folder_context,
+    fresh_context,
+)
 
 EVAL = Path(__file__).resolve().parent / "eval"
 FLOORS = json.loads((EVAL / "floors.json").read_text())
@@ -221,15 +227,7 @@ def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
 def fastapi_ctx(tmp_path_factory):
     """The whole fastapi fixture site (467 HTML files in en/es/de, ~7,100 chunks; ~3.5 min on 2 cores):
     a slice of it would change how often words occur, and so the term-coverage refusals."""
-    from ingest.folder import index_folder
-
-    data = tmp_path_factory.mktemp("fastapi") / "data"
-    data.mkdir()
-    _MODEL_CACHE.mkdir(parents=True, exist_ok=True)
-    (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
-    context = Context(Settings(data_dir=str(data)))
-    tenant, _ = context.create_tenant("fastapi", FASTAPI_ORIGIN + "/")
-    index_folder(tenant, context.tenant_embedder(tenant), FASTAPI, FASTAPI_ORIGIN + "/")
+    context = folder_context(tmp_path_factory, "fastapi", FASTAPI, FASTAPI_ORIGIN)
     yield context
     context.close()
 
@@ -240,6 +238,34 @@ def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, g
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
 
 
+@pytest.mark.slow
+def test_coverage_check_refuses_what_similarity_alone_would_answer(fastapi_ctx):
+    """On the multilingual site MiniLM rates an off-topic Spanish question close to Spanish pages:
+    similarity alone would answer it; the site not using its words is what refuses it."""
+    import msgspec
+
+    from app.answer import Answerer, confidence_of
+    from app.cache import AnswerCache
+    from app.metrics import Metrics
+
+    tenant = fastapi_ctx.tenant("fastapi")
+    embedder = fastapi_ctx.tenant_embedder(tenant)
+    answerer = Answerer(fastapi_ctx, None, AnswerCache(8), Metrics())
+    config = tenant.config()
+    question = "¿cuál es el horario de atención de la tienda?"
+    found = answerer.retrieve(tenant, question, None, "es", None)
+    assert confidence_of(found.best_similarity, embedder) >= config.answer.min_confidence  # similarity says yes
+    assert found.coverage is not None and found.coverage.share < config.answer.min_term_coverage
+    assert set(found.coverage.unknown) >= {"horario", "tienda"}
+    assert found.confidence < config.answer.min_confidence  # refused
+    try:
+        tenant.set_config(msgspec.structs.replace(config, answer=msgspec.structs.replace(
+            config.answer, min_term_coverage=0.0)))
+        assert answerer.retrieve(tenant, question, None, "es", None).confidence >= config.answer.min_confidence
+    finally:
+        tenant.set_config(config)
+
+
 @pytest.fixture(scope="module")
 def demo_ctx(tmp_path_factory):
     """The Harbor & Pine sample site (en + es), crawled for real as the quickstart does."""
@@ -248,10 +274,7 @@ def demo_ctx(tmp_path_factory):
     from app.demo.server import serve_demo_site
     from ingest.pipeline import CrawlOptions, crawl
 
-    data = tmp_path_factory.mktemp("demo-eval") / "data"
-    data.mkdir()
-    (data / "models").symlink_to(_MODEL_CACHE, target_is_directory=True)
-    context = Context(Settings(data_dir=str(data)))
+    context = fresh_context(tmp_path_factory, "demo-eval")
     with serve_demo_site() as site:
         tenant, _ = context.create_tenant("demo", site.url + "/", allow_private_network=True)
         summary = asyncio.run(crawl(tenant, context.tenant_embedder(tenant), CrawlOptions(rate=0)))
