@@ -36,21 +36,33 @@ from app.events import (
     SuggestedAction,
     TokenEvent,
 )
+from app.extractive import select, term_weights
+from app.followup import carried_subject
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider
+from app.sources import (
+    cited_sources,
+    drop_boilerplate,
+    group_hits,
+    insert_page_source,
+    quoted_first,
+    snippet,
+)
 from ingest.embed import Embedder
 from ingest.lang import detect_language, primary_subtag
 from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
+from store.pages import is_active_page, page_passages
 from store.search import (
     TermCoverage,
     chunk_count,
     chunk_languages,
     content_terms,
     coverage_threshold,
+    document_counts,
     is_repeated,
     search,
     term_coverage,
@@ -67,6 +79,12 @@ STRONG_CONFIDENCE = 0.9
 synonyms, another language); below it, the term-coverage check applies."""
 STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
+WHOLE_PAGE_SOURCES = 2
+"""The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
+STRONG_SENTENCE = 0.9
+STRONG_SENTENCE_NATIVE = 0.6
+"""Cosine similarity of the best sentence to the question above which it answers even when it
+does not use the question's words (a paraphrase); below it the answer-support check applies."""
 
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
@@ -86,7 +104,6 @@ NOT_FOUND_NO_LINKS = {
 }
 
 _CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
-_CITE = re.compile(r"\[(\d{1,2})\]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -105,6 +122,12 @@ class Retrieval(msgspec.Struct, kw_only=True):
     curated: curated.CuratedMatch | None = None
     coverage: TermCoverage | None = None
     history: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    carried: str = ""
+    """Earlier questions whose subject this follow-up continues ('' for a new subject)."""
+    quotes: list[tuple[int, str, str]] = msgspec.field(default_factory=list)
+    """The extractive answer: (source number, text, kind) in reading order."""
+    support: float = 0.0
+    sentence_similarity: float = 0.0
     actions: list[SuggestedAction] = msgspec.field(default_factory=list)
     retrieval_ms: float = 0.0
 
@@ -173,11 +196,12 @@ def page_context_text(page: PageContext) -> str:
 
 
 def question_language(question: str, page: PageContext | None, config_lang: str = "",
-                      site_langs: Collection[str] = ()) -> str:
+                      site_langs: Collection[str] = (), previous: str = "") -> str:
     """The visitor's language: detected, with the site's languages (and the page's) preferred when
-    the detector hesitates between close ones; the page's language when the text is too short."""
+    the detector hesitates between close ones; when the text is too short, the language of the
+    conversation so far (`previous`), else the page's."""
     page_lang = primary_subtag(page.lang if page else "")
-    fallback = page_lang or config_lang or "en"
+    fallback = previous or page_lang or config_lang or "en"
     prefer = {*site_langs, page_lang} - {""}
     return detect_language(question, default=fallback, min_words=3, min_prob=0.9, prefer=prefer)
 
@@ -191,97 +215,88 @@ class Answerer:
         self._background: set[asyncio.Task] = set()
         self._tenant_stats: dict[str, TenantStats] = {}
         self._repeated: dict[tuple[str, int, str], bool] = {}
+        self._term_counts: dict[tuple[str, int, str], int] = {}
 
     # -- the blocking half: runs in a worker thread -------------------------------------------
 
     def retrieve(self, tenant: Tenant, question: str, page: PageContext | None, lang: str,
-                 conversation_id: str | None) -> Retrieval:
+                 conversation_id: str | None, history: list[tuple[str, str]] | None = None) -> Retrieval:
         started = time.perf_counter()
         config = tenant.config()
         settings = config.answer
         embedder = self.ctx.tenant_embedder(tenant)
         conn = tenant.reader()
+        if history is None:
+            history = conversations.history(conn, conversation_id) if conversation_id else []
+        # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.
+        carried = carried_subject(question, history)
+        query = f"{carried} {question}" if carried else question
         on_site = page_on_site(page, config)
         page_url = page.url.split("#")[0] if on_site and page else ""
-        page_indexed = bool(page_url) and conn.execute(
-            "SELECT 1 FROM pages WHERE url = ? AND status = 'active'", (page_url,)
-        ).fetchone() is not None
+        page_indexed = bool(page_url) and is_active_page(conn, page_url)
         page_text = page_context_text(page) if on_site and page and not page_indexed else ""
-        vectors = embedder.embed([question, page_text] if page_text else [question])
+        vectors = embedder.embed([query, page_text] if page_text else [query])
         vector = vectors[0]
 
         match = curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
-        history = conversations.history(conn, conversation_id) if conversation_id else []
         if match is not None:
             return Retrieval(sources=[], confidence=1.0, best_similarity=match.similarity,
-                             vector=vector.tobytes(), curated=match, history=history,
+                             vector=vector.tobytes(), curated=match, history=history, carried=carried,
                              retrieval_ms=(time.perf_counter() - started) * 1000)
 
         stats = self._stats(tenant)
         multilingual = len(stats.langs) > 1
         result = search(
-            conn, question, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
+            conn, query, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
             boost_url=page_url or None, boost=settings.page_boost,
             prefer_lang=lang if multilingual else None, lang_boost=0.3 if multilingual else 0.0,
         )
-        sources: list[Source] = []
-        seen_urls: dict[str, int] = {}
-        for hit in result.hits:
-            # Several chunks of one page are one source (one citation), up to two passages each.
-            if hit.url in seen_urls:
-                source = sources[seen_urls[hit.url]]
-                if source.text.count("\n\n") < 1 and hit.similarity > 0.2:
-                    source.text += "\n\n" + hit.text
-                    source.context += " " + " ".join(hit.heading_path)
-                continue
-            if len(sources) >= settings.max_sources:
-                continue
-            seen_urls[hit.url] = len(sources)
-            sources.append(Source(n=len(sources) + 1, title=hit.title, url=hit.url, text=hit.text, kind=hit.kind,
-                                  context=" ".join(hit.heading_path), score=hit.score,
-                                  similarity=hit.similarity, chunk_id=hit.chunk_id))
-        self._drop_boilerplate(conn, tenant.id, stats, sources, question)
+        sources = group_hits(result.hits, settings.max_sources)
+        drop_boilerplate(sources, query, self._repeated_check(conn, tenant.id, stats))
         if page_text and page and len(vectors) > 1:
-            similarity = float(vectors[1] @ vector)
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
-                                 kind="prose", similarity=similarity)
-            position = sum(1 for s in sources if s.similarity > similarity + 0.05)
-            sources.insert(position, page_source)
-            sources = sources[: settings.max_sources]
-            for n, source in enumerate(sources, start=1):
-                source.n = n
+                                 kind="prose", similarity=float(vectors[1] @ vector))
+            sources = insert_page_source(sources, page_source, settings.max_sources)
         best = max((s.similarity for s in sources), default=0.0)
         surviving = [s for s in sources if confidence_of(s.similarity, embedder) >= settings.min_confidence]
         confidence = confidence_of(best, embedder)
+        refuse = min(confidence, settings.min_confidence * 0.99)
         if len(surviving) < max(1, settings.min_chunks):
-            confidence = min(confidence, settings.min_confidence * 0.99)
+            confidence = refuse
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
         coverage = None
-        strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
+        native = lang in embedder.native_languages
+        strong = STRONG_CONFIDENCE_NATIVE if native else STRONG_CONFIDENCE
         if settings.min_term_coverage > 0 and confidence < strong:
-            coverage = term_coverage(conn, question, coverage_threshold(stats.chunks), also_known=page_text)
+            coverage = term_coverage(conn, query, coverage_threshold(stats.chunks), also_known=page_text)
             if coverage.share < settings.min_term_coverage:
-                confidence = min(confidence, settings.min_confidence * 0.99)
+                confidence = refuse
+        # The answer itself: the sentences, rows, facts and code that answer this question.
+        weights = term_weights(question, self._document_counts(conn, tenant.id, stats, query),
+                               stats.chunks, carried=carried)
+        passages = {i: page_passages(conn, s.url) for i, s in enumerate(sources[:WHOLE_PAGE_SOURCES])
+                    if s.chunk_id is not None}
+        selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages)
+        # A near miss in the site's own vocabulary finds passages that share a word, never a
+        # sentence that addresses the question's key words together.
+        if (settings.min_answer_support > 0 and selection.support < settings.min_answer_support
+                and selection.similarity < (STRONG_SENTENCE_NATIVE if native else STRONG_SENTENCE)):
+            confidence = min(confidence, refuse)
+        sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
         return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
-                         coverage=coverage, history=history, actions=self._actions(conn, sources, question),
+                         coverage=coverage, history=history, carried=carried, quotes=quotes,
+                         support=selection.support, sentence_similarity=selection.similarity,
+                         actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
-    def _drop_boilerplate(self, conn, tenant_id: str, stats: TenantStats, sources: list[Source],
-                          question: str) -> None:
-        """Leave out a source's opening blocks that the site repeats on many pages (a translation
-        notice, a banner): they would be quoted as the answer's first sentence. A block that uses
-        a word of the question is kept without asking (and most first blocks do)."""
+    def _repeated_check(self, conn, tenant_id: str, stats: TenantStats) -> Callable[[str], bool]:
+        """Whether a block is site boilerplate. Pages open with the same few blocks question after
+        question: the verdicts are remembered (per content generation) rather than asked of FTS."""
         min_chunks = max(5, stats.chunks // 200)
-        terms = [t for t in content_terms(question) if len(t) > 2]
 
         def repeated(block: str) -> bool:
-            folded = block.lower()
-            if any(term in folded for term in terms):
-                return False
-            # Pages open with the same few blocks question after question: remember the verdicts
-            # (per content generation) rather than asking FTS each time.
             key = (tenant_id, stats.generation, block[:300])
             verdict = self._repeated.get(key)
             if verdict is None:
@@ -290,13 +305,18 @@ class Answerer:
                 verdict = self._repeated[key] = is_repeated(conn, block, min_chunks)
             return verdict
 
-        for source in sources:
-            blocks = source.text.split("\n\n")
-            start = 0
-            while start < min(len(blocks) - 1, 6) and repeated(blocks[start]):
-                start += 1
-            if start:
-                source.text = "\n\n".join(blocks[start:])
+        return repeated
+
+    def _document_counts(self, conn, tenant_id: str, stats: TenantStats, text: str) -> dict[str, int]:
+        """How many chunks use each of the question's words, remembered per content generation."""
+        terms = content_terms(text)
+        missing = [t for t in terms if (tenant_id, stats.generation, t) not in self._term_counts]
+        if missing:
+            if len(self._term_counts) >= 8192:
+                self._term_counts.clear()
+            for term, count in document_counts(conn, missing).items():
+                self._term_counts[(tenant_id, stats.generation, term)] = count
+        return {t: self._term_counts.get((tenant_id, stats.generation, t), 0) for t in terms}
 
     def _stats(self, tenant: Tenant) -> TenantStats:
         """A tenant's chunk count and languages, recounted only when its content changes."""
@@ -331,14 +351,27 @@ class Answerer:
     # -- the event stream ---------------------------------------------------------------------
 
     async def stream(self, tenant: Tenant, request: ChatRequest, *, persist: bool = True,
-                     use_cache: bool = True) -> AsyncIterator[Event]:
-        """Answer one question as a stream of events. Raises before the first event on bad input."""
+                     use_cache: bool = True, history: list[tuple[str, str]] | None = None) -> AsyncIterator[Event]:
+        """Answer one question as a stream of events. Raises before the first event on bad input.
+
+        `history` — the conversation's earlier (question, answer) turns — is read from the tenant
+        by the conversation id unless the caller gives it (evaluation replays conversations)."""
         started = time.perf_counter()
         settings = self.ctx.settings
         question = check_question(request.question, settings.max_question_chars)
-        config, stats = await anyio.to_thread.run_sync(lambda: (tenant.config(), self._stats(tenant)))
-        lang = question_language(question, request.page, "", stats.langs)
-        conversation_id = request.conversation_id if request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id) else uuid.uuid4().hex
+        known_conversation = bool(request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id))
+
+        def read_state():
+            conn = tenant.reader()
+            turns = history if history is not None else (
+                conversations.history(conn, request.conversation_id) if known_conversation else [])
+            return tenant.config(), self._stats(tenant), turns
+
+        config, stats, history = await anyio.to_thread.run_sync(read_state)
+        carried = carried_subject(question, history)
+        lang = question_language(question, request.page, "", stats.langs,
+                                 previous=question_language(carried, request.page, "", stats.langs) if carried else "")
+        conversation_id = request.conversation_id if known_conversation else uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""
         turn = Turn(conversation_id=conversation_id, message_id=message_id, question=question, answer="",
@@ -356,7 +389,9 @@ class Answerer:
 
         try:
             generation = await anyio.to_thread.run_sync(tenant.generation)
-            cache_key = self.cache.key(tenant.id, question, page_url, lang)
+            # A follow-up means what it continues: "and on Saturdays?" is a different question in
+            # every conversation.
+            cache_key = self.cache.key(tenant.id, f"{carried}\n{question}" if carried else question, page_url, lang)
             cached, needs_refresh = self.cache.get(cache_key, generation) if use_cache else (None, False)
             if use_cache:
                 self.metrics.cache.inc(result="stale" if needs_refresh else "hit" if cached else "miss")
@@ -376,7 +411,7 @@ class Answerer:
                     yield ActionsEvent(actions=cached.actions)
             else:
                 found = await anyio.to_thread.run_sync(
-                    self.retrieve, tenant, question, request.page, lang, request.conversation_id
+                    self.retrieve, tenant, question, request.page, lang, conversation_id, history
                 )
                 turn.confidence = found.confidence
                 turn.best_score = found.best_similarity
@@ -408,11 +443,13 @@ class Answerer:
                     yield MetaEvent(conversation_id=conversation_id, confidence=round(found.confidence, 3), lang=lang)
                     prompt = build_prompt(question, found.sources, config.answer, lang=lang,
                                           site_name=config.name, history=found.history,
-                                          page_hint=request.page.title if request.page and page_url else "")
+                                          page_hint=request.page.title if request.page and page_url else "",
+                                          quotes=found.quotes)
                     async for piece in self.provider.stream(prompt):
                         yield token(piece)
                     cited = cited_sources("".join(pieces), found.sources)
-                    citations = [Citation(title=s.title, url=s.url, snippet=snippet(s.text)) for s in cited]
+                    citations = [Citation(title=s.title, url=s.url, snippet=snippet(quoted_text(found.quotes, s.n) or s.text))
+                                 for s in cited]
                     turn.citations = [CitationRow(url=s.url, title=s.title, chunk_id=s.chunk_id, score=s.score) for s in cited]
                     yield CitationsEvent(citations=citations)
                     actions = found.actions
@@ -438,11 +475,12 @@ class Answerer:
                 self._persist_later(tenant, turn)
 
     async def answer(self, tenant: Tenant, request: ChatRequest, *, persist: bool = True, use_cache: bool = True,
-                     on_token: Callable[[str], None] | None = None) -> AnswerResult:
+                     on_token: Callable[[str], None] | None = None,
+                     history: list[tuple[str, str]] | None = None) -> AnswerResult:
         """Run the pipeline to the end and return the whole answer."""
         result = AnswerResult()
         pieces: list[str] = []
-        async for event in self.stream(tenant, request, persist=persist, use_cache=use_cache):
+        async for event in self.stream(tenant, request, persist=persist, use_cache=use_cache, history=history):
             if isinstance(event, TokenEvent):
                 pieces.append(event.text)
                 if on_token is not None:
@@ -500,18 +538,9 @@ class Answerer:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
 
-def snippet(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
-
-
-def cited_sources(answer: str, sources: list[Source]) -> list[Source]:
-    """The citation list, in source-number order so that marker [n] is the n-th link: every
-    source up to the highest number the answer cites (the top three if it cites none)."""
-    numbers = {int(m.group(1)) for m in _CITE.finditer(answer)} & {s.n for s in sources}
-    if not numbers:
-        return sources[:3]
-    return [s for s in sorted(sources, key=lambda s: s.n) if s.n <= max(numbers)]
+def quoted_text(quotes: list[tuple[int, str, str]], n: int) -> str:
+    """What the answer quoted from source `n`: the citation's snippet shows what was used."""
+    return " ".join(text for number, text, _ in quotes if number == n)
 
 
 def vector_of(blob: bytes) -> np.ndarray:

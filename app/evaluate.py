@@ -463,13 +463,27 @@ def beir_markdown(reports: Sequence[BeirReport]) -> str:
 
 
 class GoldenItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    q: str
+    q: str = ""
+    turns: list[str] = msgspec.field(default_factory=list)
+    """A conversation instead of one question: asked in order, scored on the last turn."""
     expect_url: list[str] = msgspec.field(default_factory=list)
     """Pages that answer the question (any one suffices); relative URLs resolve against the site."""
     a_contains: list[str] = msgspec.field(default_factory=list)
     """Strings the answer must all contain (case-insensitive)."""
     lang: str = ""
     kind: Literal["answerable", "unanswerable"] = "answerable"
+    category: Literal["", "answerable", "near_miss", "off_topic", "multi_turn"] = ""
+    """What the question tests (reported separately): a near miss is unanswerable in the site's
+    own vocabulary, an off-topic one shares only a word with it."""
+
+    @property
+    def question(self) -> str:
+        """The question that is scored: the last turn of a conversation."""
+        return self.turns[-1] if self.turns else self.q
+
+    @property
+    def earlier_turns(self) -> list[str]:
+        return self.turns[:-1]
 
 
 def load_golden(path: Path) -> list[GoldenItem]:
@@ -487,6 +501,8 @@ def load_golden(path: Path) -> list[GoldenItem]:
                 raise InvalidInput(f"{path.name} line {number}: {exc}") from None
             if item.kind == "answerable" and not item.expect_url:
                 raise InvalidInput(f"{path.name} line {number}: an answerable question needs expect_url")
+            if bool(item.q) == bool(item.turns):
+                raise InvalidInput(f"{path.name} line {number}: give either q or turns")
             items.append(item)
     if not items:
         raise InvalidInput(f"golden set {path} has no questions")
@@ -510,9 +526,12 @@ class GoldenRow(msgspec.Struct, kw_only=True):
     answered: bool
     contains_ok: bool | None
     confidence: float
+    answer_precision: float | None = None
+    """Share of the answer's sentences quoted from an expected page (answered, answerable only)."""
+    category: str = ""
     retrieval_ms: float
     ttft_ms: float
-    answer: str
+    answer: str = ""
 
 
 class GoldenReport(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -523,10 +542,26 @@ class GoldenReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     unanswerable: int
     metrics: dict[str, float]
     by_lang: dict[str, dict[str, float]]
+    by_category: dict[str, dict[str, float]]
     retrieval_ms: dict[str, float]
     ttft_ms: dict[str, float]
     misses: list[GoldenRow]
     rows: list[GoldenRow] | None = None
+
+
+def answer_precision(answer: str, cited_urls: Sequence[str], expected: set[str]) -> float | None:
+    """Share of the answer's sentences that cite an expected page: the text before each marker
+    [n] is quoted from citation n. None when the answer has no marked sentence."""
+    from ingest.chunk import split_sentences
+
+    hits = total = 0
+    for segment, marker in re.findall(r"(.*?)\[(\d{1,2})\]", answer, flags=re.S):
+        number = int(marker)
+        sentences = len(split_sentences(segment)) or 1
+        total += sentences
+        if 1 <= number <= len(cited_urls) and normalise_url(cited_urls[number - 1]) in expected:
+            hits += sentences
+    return round(hits / total, 4) if total else None
 
 
 def _contains_all(answer: str, needles: Sequence[str]) -> bool:
@@ -579,11 +614,11 @@ def golden_retrieval(tenant: Tenant, embedder: Embedder, items: Sequence[GoldenI
     for item in items:
         if item.kind != "answerable":
             continue
-        lang = question_language(item.q, None, "", site_langs)
-        pages = rank_pages(tenant, embedder, item.q, lang, multilingual=multilingual, mode=mode, params=params,
+        lang = question_language(item.question, None, "", site_langs)
+        pages = rank_pages(tenant, embedder, item.question, lang, multilingual=multilingual, mode=mode, params=params,
                            lang_boost=lang_boost)
         expected = _expected(site, item)
-        rows.append(GoldenRow(q=item.q, kind=item.kind, lang=item.lang, detected_lang=lang,
+        rows.append(GoldenRow(q=item.question, kind=item.kind, lang=item.lang, detected_lang=lang,
                               expect_url=sorted(expected), rank=_first_rank(pages, expected), top_urls=pages[:10],
                               answered=True, contains_ok=None, confidence=0.0, retrieval_ms=0.0, ttft_ms=0.0,
                               answer=""))
@@ -602,6 +637,7 @@ def _golden_metrics(rows: Sequence[GoldenRow]) -> dict[str, float]:
     unanswerable = [r for r in rows if r.kind == "unanswerable"]
     with_needles = [r for r in answerable if r.contains_ok is not None]
     relevance = [({normalise_url(u): 1 for u in r.expect_url}, r) for r in answerable]
+    precisions = [r.answer_precision for r in answerable if r.answered and r.answer_precision is not None]
     return {
         "hit_at_1": _rate([r.rank == 1 for r in answerable]),
         "recall_at_5": _rate([r.rank is not None and r.rank <= 5 for r in answerable]),
@@ -610,6 +646,7 @@ def _golden_metrics(rows: Sequence[GoldenRow]) -> dict[str, float]:
         "ndcg_at_10": round(sum(ndcg_at_k(r.top_urls, rel, 10) for rel, r in relevance) / len(relevance), 4)
         if relevance else 0.0,
         "answer_contains": _rate([bool(r.contains_ok) for r in with_needles]),
+        "answer_precision": round(sum(precisions) / len(precisions), 4) if precisions else 0.0,
         "honest_refusal": _rate([not r.answered for r in unanswerable]),
         "false_refusal": _rate([not r.answered for r in answerable]),
         "lang_detected": _rate([r.detected_lang == r.lang for r in rows if r.lang]),
@@ -628,6 +665,7 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
     from app.answer import Answerer, question_language
     from app.cache import AnswerCache
     from app.events import ChatRequest
+    from app.followup import carried_subject
     from app.metrics import Metrics
 
     answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
@@ -637,29 +675,41 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
     multilingual = len(site_langs) > 1
     rows = []
     for number, item in enumerate(items, start=1):
-        lang = question_language(item.q, None, "", site_langs)
+        # A conversation's earlier turns are answered first; their answers are its history.
+        history: list[tuple[str, str]] = []
+        for earlier in item.earlier_turns:
+            before = await answerer.answer(tenant, ChatRequest(key=tenant.widget_key, question=earlier),
+                                           persist=False, use_cache=False, history=list(history))
+            history.append((earlier, before.answer))
+        question = item.question
+        carried = carried_subject(question, history)
+        query = f"{carried} {question}" if carried else question
+        lang = question_language(question, None, "", site_langs,
+                                 previous=question_language(carried, None, "", site_langs) if carried else "")
         started = time.perf_counter()
         pages = await asyncio.to_thread(
-            functools.partial(rank_pages, tenant, embedder, item.q, lang, multilingual=multilingual, params=params))
+            functools.partial(rank_pages, tenant, embedder, query, lang, multilingual=multilingual, params=params))
         retrieval_ms = (time.perf_counter() - started) * 1000
         expected = _expected(site, item)
         rank = _first_rank(pages, expected)
-        request = ChatRequest(key=tenant.widget_key, question=item.q)
+        request = ChatRequest(key=tenant.widget_key, question=question)
         # No cache and no persistence: an evaluation must neither be served from nor leave
         # conversations and knowledge gaps in the tenant it measures.
-        found = await answerer.answer(tenant, request, persist=False, use_cache=False)
+        found = await answerer.answer(tenant, request, persist=False, use_cache=False, history=history)
         answered, confidence, answer = found.answered, found.confidence, found.answer
         ttft = found.ttft_ms or found.latency_ms
-        contains = None
+        contains = precision = None
         if item.kind == "answerable" and item.a_contains:
             contains = answered and _contains_all(answer, item.a_contains)
+        if item.kind == "answerable" and answered:
+            precision = answer_precision(answer, [c.url for c in found.citations], expected)
         rows.append(GoldenRow(
-            q=item.q, kind=item.kind, lang=item.lang, detected_lang=lang, expect_url=sorted(expected),
-            rank=rank, top_urls=pages[:10], answered=answered, contains_ok=contains,
-            confidence=round(confidence, 3), retrieval_ms=round(retrieval_ms, 2), ttft_ms=round(ttft, 2),
-            answer=answer[:400]))
+            q=" → ".join([*item.earlier_turns, question]), kind=item.kind, lang=item.lang, detected_lang=lang,
+            expect_url=sorted(expected), rank=rank, top_urls=pages[:10], answered=answered, contains_ok=contains,
+            confidence=round(confidence, 3), answer_precision=precision, category=item.category,
+            retrieval_ms=round(retrieval_ms, 2), ttft_ms=round(ttft, 2), answer=answer[:400]))
         if on_progress:
-            on_progress(number, len(items), item.q[:60])
+            on_progress(number, len(items), question[:60])
     await answerer.drain()
     return rows
 
@@ -689,6 +739,8 @@ def run_golden(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem], *, gol
         answerable=sum(r.kind == "answerable" for r in rows),
         unanswerable=sum(r.kind == "unanswerable" for r in rows),
         metrics=_golden_metrics(rows), by_lang=by_lang,
+        by_category={category: _golden_metrics([r for r in rows if r.category == category])
+                     for category in sorted({r.category for r in rows if r.category})},
         retrieval_ms=percentiles([r.retrieval_ms for r in rows]),
         ttft_ms=percentiles([r.ttft_ms for r in rows]),
         misses=[r for r in rows if _is_miss(r)], rows=rows if keep_rows else None)
@@ -696,7 +748,8 @@ def run_golden(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem], *, gol
 
 _GOLDEN_LABELS = {
     "hit_at_1": "hit@1", "recall_at_5": "recall@5", "recall_at_10": "recall@10", "mrr": "MRR@10",
-    "ndcg_at_10": "nDCG@10", "answer_contains": "answer contains", "honest_refusal": "honest refusal (unanswerable)",
+    "ndcg_at_10": "nDCG@10", "answer_contains": "answer contains", "answer_precision": "answer precision",
+    "honest_refusal": "honest refusal (unanswerable)",
     "false_refusal": "false refusal (answerable)", "lang_detected": "question language detected",
 }
 

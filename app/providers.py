@@ -18,9 +18,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from app.prompt import Prompt, Source
-from ingest.chunk import split_sentences
-from store.search import fts_terms
+from app.extractive import select, term_weights
+from app.prompt import Prompt
 
 log = logging.getLogger(__name__)
 
@@ -40,101 +39,35 @@ class Provider(abc.ABC):
         pass
 
 
-_FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
-_PIECE = re.compile(r"\S+\s*")
-
-
-def _stem(word: str) -> str:
-    """A light, language-blind stem: plural endings off, then the first five letters."""
-    word = word.lower().removesuffix("'s")
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word[:5]
-
-
-def _words(text: str) -> set[str]:
-    return {_stem(w) for w in re.findall(r"\w+", text)}
-
-
-def _candidates(source: Source) -> list[str]:
-    """The sentences of a source an answer may quote. A fact is quoted whole and an FAQ pair by
-    its answer; a question is never an answer, so sentences ending in '?' are left out."""
-    sentences: list[str] = []
-    for number, block in enumerate(source.text.split("\n\n")):
-        match = _FAQ.match(block)
-        if match:
-            sentences.append(match.group("a").strip())
-        elif number == 0 and source.kind in ("fact", "form", "action"):
-            sentences.append(block.strip())
-        else:
-            sentences.extend(s for s in split_sentences(block) if not s.rstrip().endswith(("?", "？")))
-    return [s for s in sentences if len(s) > 2]
-
-
-# Questions that ask for a number (price, time, date, size) prefer sentences that carry one.
-_WANTS_NUMBER = re.compile(
-    r"\b(how much|how many|how long|price|cost|costs|fee|when|what time|hours?|open|close|"
-    r"cu[aá]nto|cu[aá]ndo|precio|horario|abr[ei]|wie viel|wann|preis|kosten|uhr)\b", re.I)
-_HAS_NUMBER = re.compile(r"[\d$€£]")
-
-
-def select_sentences(question: str, sources: list[Source], *, max_sentences: int = 4,
-                     max_chars: int = 700) -> list[tuple[int, str]]:
-    """Pick (source number, sentence) pairs that answer best, in the order they should be read."""
-    terms = {_stem(t) for t in fts_terms(question)}
-    wants_number = bool(_WANTS_NUMBER.search(question))
-    scored: list[tuple[float, int, int, str]] = []  # score, source index, position, sentence
-    for index, source in enumerate(sources[:4]):
-        about = _words(source.context)
-        for position, sentence in enumerate(_candidates(source)):
-            words = _words(sentence)
-            # Words of the sentence count fully, words only in its headings half.
-            overlap = (len(terms & words) + 0.5 * len((terms & about) - words)) / max(1, len(terms))
-            score = overlap + 0.6 / (index + 1) + (0.15 if position == 0 else 0.0)
-            if source.kind in ("faq", "fact"):
-                score += 0.2
-            if wants_number and _HAS_NUMBER.search(sentence):
-                score += 0.25
-            scored.append((score, index, position, sentence))
-    if not scored:
-        return []
-    scored.sort(key=lambda item: -item[0])
-    best = scored[0][0]
-    chosen, used = [], 0
-    for score, index, position, sentence in scored:
-        if len(chosen) >= max_sentences or (chosen and score < 0.6 * best):
-            break
-        if chosen and terms and not terms & (_words(sentence) | _words(sources[index].context)):
-            continue  # beyond the best sentence, only sentences about a word of the question
-        if used + len(sentence) > max_chars and chosen:
-            continue
-        folded = sentence.casefold()
-        if any(folded in other.casefold() or other.casefold() in folded for _, _, other in chosen):
-            continue  # the same words again (an FAQ answer is also on its page as prose)
-        chosen.append((index, position, sentence))
-        used += len(sentence)
-    chosen.sort(key=lambda item: (item[0], item[1]))
-    return [(sources[index].n, sentence) for index, _, sentence in chosen]
+_PIECE = re.compile(r"\S+\s*|\s+")
 
 
 class Extractive(Provider):
-    """Answers by quoting the site: no model, no network, a few milliseconds."""
+    """Answers by quoting the site: no model, no network, a few milliseconds. The quotes are
+    chosen with the sources (`app/extractive.py`); a prompt without them is answered by the
+    question's words alone."""
 
     name = "extractive"
 
     async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
-        picked = select_sentences(prompt.question, prompt.sources)
-        previous = None
-        for number, sentence in picked:
-            if previous is not None:
-                yield " " if previous == number else "\n\n"
-            for piece in _PIECE.findall(sentence):
+        quotes = prompt.quotes
+        if quotes is None:
+            selection = select(prompt.question, prompt.sources, term_weights(prompt.question, {}, 1))
+            quotes = [(prompt.sources[q.source].n, q.text, q.kind) for q in selection.quotes]
+        for position, (number, text, kind) in enumerate(quotes):
+            following = quotes[position + 1] if position + 1 < len(quotes) else None
+            if kind == "code":
+                text = "\n" + text + "\n"
+            for piece in _PIECE.findall(text):
                 yield piece
                 await asyncio.sleep(0)  # hand each piece to the transport as it is made
-            yield f" [{number}]"
-            previous = number
+            # One marker after each run of quotes from one source: cite only what is quoted.
+            if following is None or following[0] != number:
+                yield f" [{number}]"
+                if following is not None:
+                    yield "\n\n"
+            else:
+                yield " "
 
 
 class OpenAICompatible(Provider):

@@ -68,6 +68,10 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_term_coverage: float = 0.5
     """Share of the question's content words the site must use somewhere; below it the question
     is refused unless the best passage is a strong semantic match (0 turns the check off)."""
+    min_answer_support: float = 0.5
+    """Share of the question's (rarity-weighted) words the best sentence must address, with its
+    heading and page title; below it the question is refused as a near miss unless that sentence
+    is a strong semantic match (0 turns the check off)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5
@@ -131,6 +135,8 @@ def validate_config(config: SiteConfig) -> SiteConfig:
         raise InvalidConfig("answer.min_confidence must be within 0..1", field="answer.min_confidence")
     if not 0 <= config.answer.min_term_coverage <= 1:
         raise InvalidConfig("answer.min_term_coverage must be within 0..1", field="answer.min_term_coverage")
+    if not 0 <= config.answer.min_answer_support <= 1:
+        raise InvalidConfig("answer.min_answer_support must be within 0..1", field="answer.min_answer_support")
     if config.answer.min_chunks < 0 or config.answer.max_sources < 1:
         raise InvalidConfig("answer.min_chunks/max_sources out of range", field="answer")
     return config

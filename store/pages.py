@@ -285,3 +285,24 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
             "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
         ),
     )
+
+
+def is_active_page(conn: apsw.Connection, url: str) -> bool:
+    """Whether `url` is an indexed, searchable page of the tenant."""
+    return conn.execute("SELECT 1 FROM pages WHERE url = ? AND status = 'active'", (url,)).fetchone() is not None
+
+
+class PagePassage(msgspec.Struct):
+    text: str
+    kind: str
+    heading_path: list[str]
+
+
+def page_passages(conn: apsw.Connection, url: str, limit: int = 40) -> list[PagePassage]:
+    """An active page's chunks in page order: the whole page an answer may quote from when one of
+    its passages was retrieved."""
+    rows = conn.execute(
+        "SELECT c.text, c.kind, pc.heading_path FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
+        "JOIN chunks c ON c.id = pc.chunk_id WHERE p.url = ? AND p.status = 'active' "
+        "ORDER BY pc.position LIMIT ?", (url, limit)).fetchall()
+    return [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]")) for text, kind, path in rows]

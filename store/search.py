@@ -180,6 +180,18 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = Non
     return TermCoverage(terms=terms, unknown=unknown, share=share)
 
 
+def document_counts(conn: apsw.Connection, terms: list[str], cap: int = 1000) -> dict[str, int]:
+    """In how many chunks each term occurs (stemmed like the index), counted up to `cap`: the
+    rarity that weighs a question's words (a word in every chunk says little)."""
+    counts = {}
+    for term in terms:
+        (found,) = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)",
+            ('"' + term.replace('"', '""') + '"', cap)).fetchone()
+        counts[term] = int(found)
+    return counts
+
+
 def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """Whether `block` (its first `max_words` words, as a phrase) occurs in at least `min_chunks`
     chunks: site boilerplate such as a translation notice at the top of every page."""

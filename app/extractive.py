@@ -1,0 +1,426 @@
+"""The extractive answer: which pieces of the top sources answer *this* question.
+
+A source is cut into units that may be quoted whole — a prose sentence, an FAQ answer, a
+structured fact, a table row read with its header ("Sunday: 8:00 am – 3:00 pm"), a code block —
+and each unit is scored by how well it answers the question: the question's terms it uses,
+weighted by how rare they are on the site; what it is about (its heading path, FAQ question,
+table header); a number when the question asks how much / when; the fact kind for price, date
+and hours questions; and, for the few best, its semantic similarity to the question with the
+tenant's own embedder. The answer leads with the best unit and adds a second or third only when
+it adds to the answer and comes from a source that itself answers.
+
+`support` — how much of the question's weight the best unit covers, with its context — is the
+answer-level evidence the refusal check reads: a near miss in the site's own vocabulary finds
+passages that share a word, never one that addresses the question's key terms together.
+
+Pure apart from the `embed` callable; a few milliseconds per question.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import msgspec
+import numpy as np
+
+from app.prompt import Source
+from ingest.chunk import split_sentences
+from store.pages import PagePassage
+from store.search import content_terms
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+DEBUG: list = []
+MAX_QUOTES = 3
+MAX_ANSWER_CHARS = 600
+#: Units whose similarity to the question is measured with the model (one batch per question).
+SEMANTIC_UNITS = 8
+SEMANTIC_WEIGHT = 1.0
+#: A unit of another source must score at least this share of the lead's score to be added.
+FOLLOW_SHARE = 0.9
+#: A neighbour of the lead in its own passage, this share.
+NEIGHBOUR_SHARE = 0.6
+
+_FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
+_WORD = re.compile(r"\w+")
+_HAS_NUMBER = re.compile(r"[\d$€£¥]")
+_TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
+_MONEY = re.compile(r"[$€£¥]\s?\d|\d\s?(?:€|eur|usd|dollars?|euros?)\b", re.I)
+_DATE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.I)
+_CODE_LINE = re.compile(r"^\s{2,}\S|[=(){}\[\]]|^\s*(?:\$|>>>|\.\.\.|#|//|from |import |def |class |pip |python )")
+
+# What a question asks for, in the languages the sites are written in.
+_ASKS_PRICE = re.compile(
+    r"\b(how much|price|prices|cost|costs|fee|fees|pay|charge|cheap|expensive|"
+    r"cu[aá]nto cuesta|cu[aá]nto vale|precio|precios|cuesta|coste|"
+    r"wie ?viel|preis|preise|kostet|kosten|gebühr)\b", re.I)
+_ASKS_TIME = re.compile(
+    r"\b(when|what time|hours?|open|opens|opening|close|closes|closing|until|"
+    r"cu[aá]ndo|horario|hora|abr[ei]s?|abiert[oa]s?|cierra|"
+    r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
+_ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
+_ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
+_ASKS_HOWTO = re.compile(
+    r"\b(how (?:do|can|should|to)|how would|what(?:'s| is) the (?:way|command)|example|"
+    r"c[oó]mo (?:puedo|hago|se)|wie (?:kann|mache|erstelle))\b", re.I)
+
+
+#: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.
+ASK_WORD_FACTOR = 0.3
+_ASK_WORD = re.compile(
+    r"much|many|long|price|prices|cost|costs|fee|fees|pay|charge|when|time|hours?|open|opens|opening|"
+    r"close|closes|closing|date|day|precio|precios|cuesta|cuesta|horario|hora|abre|abren|abiertos?|"
+    r"cierra|fecha|preis|preise|kostet|kosten|wann|uhrzeit|öffnungszeiten|geöffnet|datum", re.I)
+
+
+class Unit(msgspec.Struct, kw_only=True):
+    """A piece of a source that may be quoted whole."""
+
+    source: int
+    """Index of its source in the list the answerer was given."""
+    position: int
+    text: str
+    kind: str
+    """sentence | faq | fact | row | code"""
+    about: str = ""
+    """What it is about beyond its own words: FAQ question, table header, heading path, title."""
+
+
+class Quote(msgspec.Struct, kw_only=True):
+    source: int
+    text: str
+    kind: str
+    score: float
+
+
+class Selection(msgspec.Struct, kw_only=True):
+    quotes: list[Quote]
+    support: float = 0.0
+    """Share of the question's term weight the best unit covers (its text and what it is about)."""
+    similarity: float = 0.0
+    """The best unit's semantic similarity to the question (0 when not measured)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Words
+# ---------------------------------------------------------------------------------------------
+
+
+def stem(word: str) -> str:
+    """A light, language-blind stem: plural endings off, then the first five letters."""
+    word = word.lower().removesuffix("'s")
+    if len(word) > 4 and word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
+    return word[:5]
+
+
+@functools.lru_cache(maxsize=50_000)
+def stems(text: str) -> frozenset[str]:
+    """The stems of a text; remembered, since the same pages are read question after question."""
+    return frozenset(stem(w) for w in _WORD.findall(text))
+
+
+def term_weights(question: str, document_counts: Mapping[str, int], total: int,
+                 carried: str = "") -> dict[str, float]:
+    """The question's content terms (stemmed) with inverse-document-frequency weights, so a rare
+    word ("sourdough") outweighs a common one ("price"). Terms carried over from an earlier turn
+    of the conversation count half."""
+    weights: dict[str, float] = {}
+
+    def add(terms: list[str], factor: float) -> None:
+        for term in terms:
+            count = document_counts.get(term, 0)
+            if count == 0 and document_counts:
+                # A word the site never uses (a typo, another topic) can be in no sentence; the
+                # term-coverage check judges those.
+                continue
+            # "price", "open", "when": what kind of answer is wanted, which the evidence bonus
+            # rewards; as words they would favour any price list over the item asked.
+            factor_here = factor * ASK_WORD_FACTOR if _ASK_WORD.fullmatch(term) else factor
+            # Square-rooted: on a small site every uncommon word is rare, and a plain idf lets
+            # "know" or "inside" outweigh the words that name the topic.
+            idf = math.sqrt(math.log(1.0 + (total + 1.0) / (count + 1.0)))
+            key = stem(term)
+            weights[key] = max(weights.get(key, 0.0), idf * factor_here)
+
+    add(content_terms(carried), 0.5)
+    add(content_terms(question), 1.0)
+    return weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Units
+# ---------------------------------------------------------------------------------------------
+
+
+def _table_rows(block: str) -> list[tuple[str, str]] | None:
+    """A table block ("h1 | h2" header line, then rows) as (row as read, header) pairs."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    if len(lines) < 2 or sum(" | " in line for line in lines) < len(lines) - 1:
+        return None
+    caption = ""
+    if lines[0].startswith("Table: "):
+        caption, lines = lines[0][7:], lines[1:]
+    header = [c.strip() for c in lines[0].split(" | ")]
+    rows = []
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.split(" | ")]
+        if len(cells) != len(header):
+            rows.append((", ".join(c for c in cells if c), f"{caption} {' '.join(header)}"))
+            continue
+        rows.append((row_text(header, cells), f"{caption} {' '.join(header)}"))
+    return rows
+
+
+def row_text(header: Sequence[str], cells: Sequence[str]) -> str:
+    """A table row read with its header: "Sunday: 8:00 am – 3:00 pm" for two columns,
+    "Chowder — Price: $12.50; Allergens: fish" for more."""
+    first, rest = cells[0], list(zip(header[1:], cells[1:], strict=False))
+    if len(rest) == 1:
+        return f"{first}: {rest[0][1]}"
+    described = "; ".join(f"{name}: {value}" if name else value for name, value in rest if value)
+    return f"{first} — {described}" if described else first
+
+
+def is_code(block: str) -> bool:
+    """A block kept as written (a `<pre>`): several lines, most of which look like code."""
+    lines = [line for line in block.split("\n") if line.strip()]
+    if len(lines) < 2 and not (lines and _CODE_LINE.search(lines[0]) and not lines[0].rstrip().endswith(".")):
+        return False
+    coded = sum(bool(_CODE_LINE.search(line)) for line in lines)
+    prose = sum(line.rstrip().endswith((".", "!")) and len(line.split()) > 6 for line in lines)
+    return coded >= max(1, len(lines) // 2) and prose <= len(lines) // 3
+
+
+def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None = None) -> list[Unit]:
+    """The units of one source, in reading order: of its retrieved text, or of the whole page
+    (`passages`, its chunks in page order) when the answer may look beyond what was retrieved."""
+    if passages:
+        segments = [(p.text, p.kind, " ".join(p.heading_path)) for p in passages]
+    else:
+        segments = [(source.text, source.kind, source.context)]
+    units: list[Unit] = []
+    for text, kind, heading in segments:
+        about_segment = f"{heading} {source.title}"
+
+        def add(piece: str, unit_kind: str, about: str = "", about_segment: str = about_segment) -> None:
+            piece = piece.strip()
+            if len(piece) > 2:
+                units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
+                                  about=f"{about} {about_segment}".strip()))
+
+        for number, block in enumerate(text.split("\n\n")):
+            faq = _FAQ.match(block)
+            if faq:
+                add(faq.group("a"), "faq", faq.group("q"))
+            elif number == 0 and kind in ("fact", "form", "action"):
+                add(block, "fact")
+            elif (rows := _table_rows(block)) is not None:
+                for row, header in rows:
+                    add(row, "row", header)
+            elif "\n" in block.strip() and is_code(block):
+                add(block, "code")
+            else:
+                for sentence in split_sentences(block):
+                    # A question is never an answer (a heading like "Do you deliver?").
+                    if not sentence.rstrip().endswith(("?", "？")):
+                        add(sentence, "sentence")
+    return units
+
+
+# ---------------------------------------------------------------------------------------------
+# Scoring and choosing
+# ---------------------------------------------------------------------------------------------
+
+
+_QUESTION_WORD = re.compile(
+    r"\s*[¿¡]?\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could|should|"
+    r"would|will|was|were|has|have|qu[eé]|cu[aá]l|qui[eé]n|cu[aá]ndo|d[oó]nde|por qu[eé]|c[oó]mo|"
+    r"cu[aá]nto|puedo|hay|es|son|was|welche[rsn]?|wer|wann|wo|warum|wie|kann|ist|sind|gibt)\b", re.I)
+_API_NAME = re.compile(r"`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(")
+
+
+class _Asks(msgspec.Struct):
+    price: bool
+    time: bool
+    date: bool
+    count: bool
+    howto: bool
+
+
+def _asks(question: str) -> _Asks:
+    # An imperative ("serve static files", "statische Dateien ausliefern") asks how to do it.
+    howto = bool(_ASKS_HOWTO.search(question)) or not (_QUESTION_WORD.match(question) or "?" in question)
+    return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
+                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
+                 howto=howto)
+
+
+def names_api(text: str) -> bool:
+    """Whether a sentence names an API: CamelCase, snake_case or dotted.names, or `code`."""
+    return bool(_API_NAME.search(text))
+
+
+def _coverage(weights: Mapping[str, float], own: set[str], about: set[str]) -> float:
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    covered = sum(w for t, w in weights.items() if t in own) + 0.5 * sum(
+        w for t, w in weights.items() if t in about and t not in own)
+    return covered / total
+
+
+def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
+    """What the question asks for, present in the unit: a price, a time, a date, a number."""
+    text = unit.text
+    bonus = 0.0
+    if asks.price and _MONEY.search(text):
+        bonus += 0.25
+    if asks.time and _TIME.search(text):
+        bonus += 0.25
+    if asks.date and _DATE.search(text):
+        bonus += 0.15
+    if asks.count and _HAS_NUMBER.search(text):
+        bonus += 0.1
+    if unit.kind == "fact" and (asks.price or asks.time or asks.date) and bonus:
+        bonus += 0.1  # structured facts win for price, date and hours questions
+    return bonus
+
+
+def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
+           qvec: np.ndarray | None = None, embed: Embed | None = None,
+           passages: Mapping[int, Sequence[PagePassage]] | None = None,
+           max_sources: int = 4) -> Selection:
+    """Score every unit of the top sources for this question and choose what to quote.
+    `passages` gives whole pages for some sources (by index), so the sentence that answers is
+    found even when the retrieved chunk of its page was another."""
+    asks = _asks(question)
+    passages = passages or {}
+    units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
+    if not units:
+        return Selection(quotes=[])
+    lexical = []
+    for unit in units:
+        own, about = stems(unit.text), stems(unit.about)
+        lexical.append(_coverage(weights, own, about))
+    # The source's own retrieval evidence (its passage's similarity) and rank, and a mild
+    # penalty for long sentences (they use many words without answering better).
+    prior = [0.25 * max(0.0, sources[u.source].similarity) + 0.08 / (1 + u.source)
+             - 0.1 * min(1.0, max(0, len(u.text.split()) - 35) / 35) for u in units]
+    bonus = [_evidence_bonus(u, asks) + (0.08 if u.kind == "faq" else 0.0) for u in units]
+    if asks.howto:
+        # On documentation, a how-do-I question is answered with the API the page names.
+        for i, unit in enumerate(units):
+            if unit.kind == "sentence" and names_api(unit.text):
+                bonus[i] += 0.1
+        # "You can do this by running twine check on your package files:" + the command.
+        for i, unit in enumerate(units[:-1]):
+            following = units[i + 1]
+            if unit.text.rstrip().endswith(":") and following.kind == "code" and following.source == unit.source:
+                bonus[i] += 0.15
+    base = [lexical[i] + prior[i] + bonus[i] for i in range(len(units))]
+
+    similarity = [0.0] * len(units)
+    if qvec is not None and embed is not None and SEMANTIC_UNITS > 0:
+        top = sorted(range(len(units)), key=lambda i: -base[i])[:SEMANTIC_UNITS]
+        vectors = embed([f"{units[i].about[:80]}: {units[i].text[:300]}" if units[i].kind == "row"
+                         else units[i].text[:400] for i in top])
+        for i, vector in zip(top, vectors, strict=True):
+            similarity[i] = float(vector @ qvec)
+    score = [base[i] + SEMANTIC_WEIGHT * similarity[i] for i in range(len(units))]
+
+    order = sorted(range(len(units)), key=lambda i: -score[i])
+    if DEBUG:
+        for i in order[:10]:
+            DEBUG.append((round(score[i], 3), round(lexical[i], 3), round(prior[i], 3), round(bonus[i], 3),
+                          round(similarity[i], 3), units[i].source, units[i].text[:90]))
+    lead = order[0]
+    lead_unit = units[lead]
+    chosen = [lead]
+    used = len(lead_unit.text)
+    # The words that name what the question is about (not "price" or "open").
+    heaviest = max(weights.values(), default=0.0)
+    subject = {t for t, w in weights.items() if w >= 0.5 * heaviest}
+    index_of = {(u.source, u.position): i for i, u in enumerate(units)}
+
+    def room_for(i: int) -> bool:
+        return len(chosen) < MAX_QUOTES and used + len(units[i].text) <= MAX_ANSWER_CHARS
+
+    # The lead's own passage: a sentence that introduces what follows (ends with ':') brings it,
+    # and neighbours that are nearly as good read on from it.
+    for step in (1, 2, -1):
+        neighbour = index_of.get((lead_unit.source, lead_unit.position + step))
+        if neighbour is None or neighbour in chosen or not room_for(neighbour):
+            continue
+        before = units[neighbour if step < 0 else index_of.get((lead_unit.source, lead_unit.position + step - 1), lead)]
+        introduced = step > 0 and before.text.rstrip().endswith(":")
+        candidate = units[neighbour]
+        folded = candidate.text.casefold()
+        if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
+            continue  # the same words again (an FAQ answer is also on its page as prose)
+        on_subject = bool(subject & stems(candidate.text))
+        if introduced or (on_subject and score[neighbour] >= NEIGHBOUR_SHARE * score[lead]):
+            chosen.append(neighbour)
+            used += len(units[neighbour].text)
+        elif step > 0:
+            break
+    covered = set().union(*(stems(units[i].text) | stems(units[i].about) for i in chosen))
+    # A unit that says what the chosen ones do not (the latte's price beside "oat milk costs
+    # nothing extra"): from the lead's source when it is good enough, from another only when it
+    # is nearly as good as the lead.
+    for i in order[1:]:
+        unit = units[i]
+        share = NEIGHBOUR_SHARE if unit.source == lead_unit.source else FOLLOW_SHARE
+        if score[i] < NEIGHBOUR_SHARE * score[lead]:
+            break
+        if score[i] < share * score[lead] or i in chosen or unit.kind == "code" or not room_for(i):
+            continue
+        folded = unit.text.casefold()
+        if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
+            continue  # the same words again (an FAQ answer is also on its page as prose)
+        own = stems(unit.text)
+        if any(t in own and t not in covered for t in subject):
+            chosen.append(i)
+            used += len(unit.text)
+            break
+
+    if asks.howto and all(units[i].kind != "code" for i in chosen):
+        code = _shortest_code_example(units, lead_unit, weights)
+        if code is not None:
+            chosen.append(code)
+
+    # Read in source order, each source's units in page order.
+    chosen.sort(key=lambda i: (units[i].source != lead_unit.source, units[i].source, units[i].position))
+    quotes = [Quote(source=units[i].source, text=units[i].text, kind=units[i].kind, score=round(score[i], 4))
+              for i in chosen]
+    # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
+    # nothing extra" answer together what neither does alone).
+    passage = [units[i] for i in chosen if units[i].source == lead_unit.source]
+    support = _coverage(weights, frozenset().union(*(stems(u.text) for u in passage)),
+                        frozenset().union(*(stems(u.about) for u in passage)))
+    return Selection(quotes=quotes, support=support, similarity=similarity[lead])
+
+
+def _shortest_code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float]) -> int | None:
+    """On documentation, a how-do-I answer shows the API the page names with its shortest code
+    example: a code block of the lead's source that uses an identifier the lead mentions (or a
+    question term), as short as possible."""
+    identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", lead.text)
+                   if "_" in w or "." in w.strip(".") or (w[:1].isupper() and any(c.isupper() for c in w[1:]))}
+    best: tuple[int, int] | None = None
+    for i, unit in enumerate(units):
+        if unit.kind != "code" or unit.source != lead.source or len(unit.text) > 600:
+            continue
+        names = set(re.findall(r"[A-Za-z_][\w.]*", unit.text))
+        if not (identifiers & names or any(t in stems(unit.text) for t in weights)):
+            continue
+        if best is None or len(unit.text) < best[0]:
+            best = (len(unit.text), i)
+    return best[1] if best else None

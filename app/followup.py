@@ -1,0 +1,48 @@
+"""Follow-up questions: what an earlier turn's subject adds to a question that leans on it.
+
+"Do you open on Sundays?" → "and on Saturdays?" is searched and answered as a question about
+opening on Saturdays; "what's the price of the sourdough?" → "is it in stock?" as one about the
+sourdough. A question that names its own subject starts fresh. The rule is lexical and works in
+the languages the sites are written in: a question leans on the conversation when it opens with a
+connective ("and …?", "what about …", "¿y …?", "und …?"), refers back with a pronoun ("it",
+"them", "eso", "das"), or is too short to carry a subject of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from store.search import content_terms
+
+#: Earlier questions carried into a follow-up (the latest first): two covers a follow-up of a follow-up.
+CARRIED_TURNS = 2
+#: A question with at most this many content words has no subject of its own.
+SHORT_QUESTION_TERMS = 2
+
+_CONNECTIVE = re.compile(
+    r"^\s*[¿¡]?\s*(?:and|also|what about|how about|same for|then|but|or|plus|"
+    r"y|e|tambi[eé]n|y qu[eé] (?:hay )?(?:de|del|con)|qu[eé] tal|pero|o|"
+    r"und|auch|was ist mit|wie ist es mit|aber|oder)\b", re.I)
+_PRONOUN = re.compile(
+    r"\b(?:it|its|it's|they|them|their|that|this|those|these|there|one|ones|he|she|him|her|"
+    r"lo|la|los|las|le|les|eso|esto|esa|ese|ello|ellos|ellas|ah[ií]|all[ií]|"
+    r"es|das|dies|diese|dieser|dieses|sie|ihn|ihm|ihr|dort|da)\b", re.I)
+
+
+def leans_on_history(question: str) -> bool:
+    """Whether the question cannot be understood without the conversation before it."""
+    if _CONNECTIVE.search(question):
+        return True
+    terms = content_terms(question)
+    if len(terms) <= SHORT_QUESTION_TERMS:
+        return True
+    return bool(_PRONOUN.search(question)) and len(terms) <= SHORT_QUESTION_TERMS + 1
+
+
+def carried_subject(question: str, history: Sequence[tuple[str, str]]) -> str:
+    """The earlier questions whose subject this question continues, or '' for a new subject."""
+    if not history or not leans_on_history(question):
+        return ""
+    earlier = [asked for asked, _ in history[-CARRIED_TURNS:]]
+    return " ".join(earlier)
