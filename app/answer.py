@@ -81,10 +81,9 @@ STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
-STRONG_SENTENCE = 0.9
-STRONG_SENTENCE_NATIVE = 0.6
-"""Cosine similarity of the best sentence to the question above which it answers even when it
-does not use the question's words (a paraphrase); below it the answer-support check applies."""
+EVIDENCE_CONFIDENCE_WEIGHT = 0.5
+"""Answer evidence = the lead passage's support + this x the retrieval confidence + the lead's
+similarity to the question; below `answer.min_answer_evidence` the question is a near miss."""
 
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
@@ -281,13 +280,20 @@ class Answerer:
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages)
         # A near miss in the site's own vocabulary finds passages that share a word, never a
         # sentence that addresses the question's key words together.
-        if (settings.min_answer_support > 0 and selection.support < settings.min_answer_support
-                and selection.similarity < (STRONG_SENTENCE_NATIVE if native else STRONG_SENTENCE)):
-            confidence = min(confidence, refuse)
+        sentence_similarity = selection.similarity
+        if settings.min_answer_evidence > 0 and selection.quotes and confidence >= settings.min_confidence:
+            evidence = selection.support + EVIDENCE_CONFIDENCE_WEIGHT * confidence
+            if settings.min_answer_evidence - 1.0 <= evidence < settings.min_answer_evidence:
+                # Only the undecided need the lead's similarity to the question (one short embedding).
+                if sentence_similarity is None:
+                    sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
+                evidence += sentence_similarity
+            if evidence < settings.min_answer_evidence:
+                confidence = refuse
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
         return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
                          coverage=coverage, history=history, carried=carried, quotes=quotes,
-                         support=selection.support, sentence_similarity=selection.similarity,
+                         support=selection.support, sentence_similarity=sentence_similarity or 0.0,
                          actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 

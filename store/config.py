@@ -68,10 +68,11 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_term_coverage: float = 0.5
     """Share of the question's content words the site must use somewhere; below it the question
     is refused unless the best passage is a strong semantic match (0 turns the check off)."""
-    min_answer_support: float = 0.5
-    """Share of the question's (rarity-weighted) words the best sentence must address, with its
-    heading and page title; below it the question is refused as a near miss unless that sentence
-    is a strong semantic match (0 turns the check off)."""
+    min_answer_evidence: float = 1.05
+    """How well the answer's lead passage must address the question — the share of the question's
+    (rarity-weighted) words it uses with its heading and title, plus half the retrieval
+    confidence, plus its similarity to the question (0..2.5); below it the question is refused
+    as a near miss in the site's own vocabulary (0 turns the check off)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5
@@ -135,8 +136,8 @@ def validate_config(config: SiteConfig) -> SiteConfig:
         raise InvalidConfig("answer.min_confidence must be within 0..1", field="answer.min_confidence")
     if not 0 <= config.answer.min_term_coverage <= 1:
         raise InvalidConfig("answer.min_term_coverage must be within 0..1", field="answer.min_term_coverage")
-    if not 0 <= config.answer.min_answer_support <= 1:
-        raise InvalidConfig("answer.min_answer_support must be within 0..1", field="answer.min_answer_support")
+    if not 0 <= config.answer.min_answer_evidence <= 2.5:
+        raise InvalidConfig("answer.min_answer_evidence must be within 0..2.5", field="answer.min_answer_evidence")
     if config.answer.min_chunks < 0 or config.answer.max_sources < 1:
         raise InvalidConfig("answer.min_chunks/max_sources out of range", field="answer")
     return config
