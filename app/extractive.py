@@ -41,6 +41,12 @@ MAX_ANSWER_CHARS = 600
 #: lexical evidence (answer-contains 0.59 vs 0.53 on fastapi with 8) and cost ~4.5 ms a unit.
 SEMANTIC_UNITS = 0
 SEMANTIC_WEIGHT = 1.0
+#: What a structured fact (Product, Event, opening hours) that carries the price, date or time
+#: asked for adds: it wins over a menu row or a sentence that mentions the same thing in passing.
+FACT_BONUS = 0.3
+#: How much the source's own retrieval evidence counts: its passage's similarity and its rank.
+PRIOR_SIMILARITY = 0.25
+PRIOR_RANK = 0.2
 #: A unit of another source must score at least this share of the lead's score to be added.
 FOLLOW_SHARE = 0.9
 #: A neighbour of the lead in its own passage, this share.
@@ -294,7 +300,7 @@ def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
     if asks.count and _HAS_NUMBER.search(text):
         bonus += 0.1
     if unit.kind == "fact" and (asks.price or asks.time or asks.date) and bonus:
-        bonus += 0.1  # structured facts win for price, date and hours questions
+        bonus += FACT_BONUS  # structured facts win for price, date and hours questions
     return bonus
 
 
@@ -316,7 +322,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         lexical.append(_coverage(weights, own, about))
     # The source's own retrieval evidence (its passage's similarity) and rank, and a mild
     # penalty for long sentences (they use many words without answering better).
-    prior = [0.25 * max(0.0, sources[u.source].similarity) + 0.08 / (1 + u.source)
+    prior = [PRIOR_SIMILARITY * max(0.0, sources[u.source].similarity) + PRIOR_RANK / (1 + u.source)
              - 0.1 * min(1.0, max(0, len(u.text.split()) - 35) / 35) for u in units]
     bonus = [_evidence_bonus(u, asks) + (0.08 if u.kind == "faq" else 0.0) for u in units]
     if asks.howto:

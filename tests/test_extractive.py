@@ -1,0 +1,167 @@
+"""The extractive answer and follow-ups: units, scoring and choosing (pure logic, no model), then
+the whole pipeline on the quickstart's sample site, crawled for real and asked over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from app.evaluate import answer_precision
+from app.extractive import is_code, row_text, select, term_weights, units_of
+from app.followup import carried_subject, leans_on_history
+from app.prompt import Source
+from app.sources import quoted_first
+from tests.test_app import answer_of, ask
+
+
+def source(n: int, text: str, *, title: str = "", kind: str = "prose", context: str = "",
+           similarity: float = 0.5) -> Source:
+    return Source(n=n, title=title or f"Page {n}", url=f"https://site.test/p{n}", text=text, kind=kind,
+                  context=context, similarity=similarity)
+
+
+HOURS = source(1, "Opening hours\n\nDay | Hours\nMonday | Closed\nSaturday | 8:00 am – 4:00 pm\n"
+                  "Sunday | 8:00 am – 3:00 pm", title="Contact and opening hours")
+MENU = source(2, "Dish | Price\nChowder of the day with sourdough | $12.50\nCrab roll with slaw | $19.00",
+              title="Menu and prices")
+PRODUCT = source(3, "Sea Salt Sourdough — $9.50, in stock. A 900 g naturally leavened loaf.",
+                 title="Sea Salt Sourdough", kind="fact")
+HISTORY = source(4, "The bookshop opened upstairs in 2017. Out of the oven at 7 am every day we are open.",
+                 title="Our history")
+COUNTS = {"sunday": 2, "sundays": 2, "open": 30, "price": 20, "sourdough": 6, "saturday": 2,
+          "saturdays": 2, "bookshop": 3}
+
+
+def quoted(question: str, sources: list[Source], carried: str = "") -> list[tuple[int, str]]:
+    selection = select(question, sources, term_weights(question, COUNTS, 100, carried=carried))
+    return [(sources[q.source].n, q.text) for q in selection.quotes]
+
+
+def test_a_table_row_is_read_with_its_header():
+    assert row_text(["Day", "Hours"], ["Sunday", "8:00 am – 3:00 pm"]) == "Sunday: 8:00 am – 3:00 pm"
+    assert row_text(["Dish", "Price", "Allergens"], ["Chowder", "$12.50", "fish"]) == \
+        "Chowder — Price: $12.50; Allergens: fish"
+    units = units_of(HOURS, 0)
+    assert [u.kind for u in units] == ["sentence", "row", "row", "row"]
+    assert units[-1].text == "Sunday: 8:00 am – 3:00 pm" and "Day Hours" in units[-1].about
+
+
+def test_an_faq_answer_is_one_unit_and_code_stays_whole():
+    faq = source(1, "Q: Do you deliver? A: Yes, within 10 km. Orders before noon arrive the same day.")
+    assert [(u.kind, u.text) for u in units_of(faq, 0)] == \
+        [("faq", "Yes, within 10 km. Orders before noon arrive the same day.")]
+    code = "from fastapi import FastAPI\n\napp = FastAPI()"
+    assert is_code("from fastapi import FastAPI\napp = FastAPI()")
+    assert not is_code("We bake every morning.\nThe shop opens at eight and closes at six in the evening.")
+    doc = source(1, "Create an app with FastAPI:\n\n" + code.replace("\n\n", "\n"))
+    assert [u.kind for u in units_of(doc, 0)] == ["sentence", "code"]
+
+
+def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
+    weights = term_weights("What's the price of the sourdough?", COUNTS, 100)
+    assert weights["sourd"] > 3 * weights["price"]  # "price" says what kind of answer, not what of
+    assert "blorf" not in term_weights("blorf sourdough", COUNTS, 100)
+    carried = term_weights("and on Saturdays?", COUNTS, 100, carried="Do you open on Sundays?")
+    assert carried["satur"] > carried["sunda"]  # the subject carried over counts half
+
+
+def test_the_answer_leads_with_the_row_that_answers_and_cites_only_its_page():
+    picked = quoted("Do you open on Sundays?", [HOURS, HISTORY, MENU])
+    assert picked == [(1, "Sunday: 8:00 am – 3:00 pm")]
+
+
+def test_a_price_question_prefers_the_product_fact_over_a_dish_that_mentions_it():
+    picked = quoted("What's the price of the sourdough?", [MENU, PRODUCT, HISTORY])
+    assert picked[0][0] == 3 and "$9.50" in picked[0][1]
+    assert all(n == 3 for n, _ in picked)
+
+
+def test_a_follow_up_is_answered_in_the_conversation_s_context():
+    history = [("Do you open on Sundays?", "Sunday: 8:00 am – 3:00 pm [1]")]
+    carried = carried_subject("and on Saturdays?", history)
+    assert carried == "Do you open on Sundays?"
+    assert quoted("and on Saturdays?", [HOURS, HISTORY], carried)[0] == (1, "Saturday: 8:00 am – 4:00 pm")
+
+
+@pytest.mark.parametrize("question, leans", [
+    ("and on Saturdays?", True), ("how much is it?", True), ("¿y los sábados?", True),
+    ("und am Sonntag?", True), ("what about gluten free bread", True),
+    ("do you sell gift cards for christmas", False), ("¿tenéis opciones sin gluten para celíacos?", False),
+])
+def test_which_questions_lean_on_the_conversation(question, leans):
+    assert leans_on_history(question) is leans
+    assert bool(carried_subject(question, [("When do you open on Sunday?", "…")])) is leans
+    assert carried_subject(question, []) == ""  # a first question starts fresh
+
+
+def test_quoted_sources_come_first_and_are_renumbered():
+    sources = [source(1, "a"), source(2, "b"), source(3, "c")]
+    reordered, quotes = quoted_first(sources, [(2, "c text", "sentence"), (0, "a text", "sentence")])
+    assert [s.url for s in reordered] == ["https://site.test/p3", "https://site.test/p1", "https://site.test/p2"]
+    assert [s.n for s in reordered] == [1, 2, 3] and quotes == [(1, "c text", "sentence"), (2, "a text", "sentence")]
+
+
+def test_answer_precision_counts_sentences_by_the_page_they_cite():
+    urls = ["https://site.test/a", "https://site.test/b"]
+    assert answer_precision("One. Two. [1] Three. [2]", urls, {"https://site.test/a"}) == pytest.approx(2 / 3, abs=1e-3)
+    assert answer_precision("no markers", urls, {"https://site.test/a"}) is None
+
+
+# -- the whole pipeline on the sample site -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_served(tmp_path_factory):
+    from app.demo.server import serve_demo_site
+    from ingest.pipeline import CrawlOptions, crawl
+    from tests.conftest import fresh_context
+    from tests.server import run_server
+
+    context = fresh_context(tmp_path_factory, "demo-answers")
+    with serve_demo_site() as site:
+        tenant, _ = context.create_tenant("demo", site.url + "/", allow_private_network=True,
+                                          name="Harbor & Pine")
+        summary = asyncio.run(crawl(tenant, context.tenant_embedder(tenant), CrawlOptions(rate=0)))
+        assert summary.failed == 0, summary
+        with run_server(context.data_dir, rate_per_ip=50, rate_burst_ip=200) as base:
+            yield base, tenant, site.url
+    context.close()
+
+
+@pytest.mark.slow
+def test_sample_site_answers_are_short_right_and_cite_what_they_quote(demo_served):
+    base, tenant, site = demo_served
+    sunday = answer_of(ask(base, tenant.widget_key, "Do you open on Sundays?", origin=site)[1])
+    assert sunday["text"].startswith("Sunday: 8:00 am – 3:00 pm"), sunday["text"]
+    assert "|" not in sunday["text"] and sunday["citations"] == [f"{site}/contact.html"]
+    sourdough = answer_of(ask(base, tenant.widget_key, "What's the price of the sourdough?", origin=site)[1])
+    assert "$9.50" in sourdough["text"].split("[1]")[0] and "$12.50" not in sourdough["text"], sourdough["text"]
+    assert sourdough["citations"] == [f"{site}/shop/sea-salt-sourdough.html"]
+
+
+@pytest.mark.slow
+def test_sample_site_follow_ups_use_the_conversation(demo_served):
+    base, tenant, site = demo_served
+    first = answer_of(ask(base, tenant.widget_key, "What time do you open on Sunday?", origin=site)[1])
+    conversation = first["meta"]["conversation_id"]
+    import time
+
+    for _ in range(50):  # the first turn is stored just after its stream closes
+        follow = answer_of(ask(base, tenant.widget_key, "and on Saturdays?", origin=site,
+                               conversation_id=conversation)[1])
+        if follow["text"].startswith("Saturday"):
+            break
+        time.sleep(0.1)
+    assert follow["text"].startswith("Saturday: 8:00 am"), follow["text"]
+    fresh = answer_of(ask(base, tenant.widget_key, "and on Saturdays?", origin=site)[1])
+    assert not fresh["text"].startswith("Saturday: 8:00 am")  # without the conversation it means nothing
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question", ["Are you opening a second shop?", "are you hiring baristas right now?"])
+def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
+    base, tenant, site = demo_served
+    result = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert result["meta"]["answered"] is False, result["text"]
+    assert result["text"].startswith("I could not find that on this site")
