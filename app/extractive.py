@@ -219,30 +219,40 @@ def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None 
     units: list[Unit] = []
     for text, kind, heading in segments:
         about_segment = f"{heading} {source.title}"
-
-        def add(piece: str, unit_kind: str, about: str = "", about_segment: str = about_segment) -> None:
-            piece = piece.strip()
-            if len(piece) > 2:
-                units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
-                                  about=f"{about} {about_segment}".strip()))
-
-        for number, block in enumerate(text.split("\n\n")):
-            faq = _FAQ.match(block)
-            if faq:
-                add(faq.group("a"), "faq", faq.group("q"))
-            elif number == 0 and kind in ("fact", "form", "action"):
-                add(block, "fact")
-            elif (rows := _table_rows(block)) is not None:
-                for row, header in rows:
-                    add(row, "row", header)
-            elif "\n" in block.strip() and is_code(block):
-                add(block, "code")
-            else:
-                for sentence in split_sentences(block):
-                    # A question is never an answer (a heading like "Do you deliver?").
-                    if not sentence.rstrip().endswith(("?", "？")):
-                        add(sentence, "sentence")
+        for piece, unit_kind, about in _segment_units(text, kind):
+            units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
+                              about=f"{about} {about_segment}".strip()))
     return units
+
+
+@functools.lru_cache(maxsize=8192)
+def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str], ...]:
+    """(text, kind, about) of the units of one stored passage; remembered, since the same pages
+    are read question after question."""
+    out: list[tuple[str, str, str]] = []
+
+    def add(piece: str, unit_kind: str, about: str = "") -> None:
+        piece = piece.strip()
+        if len(piece) > 2:
+            out.append((piece, unit_kind, about))
+
+    for number, block in enumerate(text.split("\n\n")):
+        faq = _FAQ.match(block)
+        if faq:
+            add(faq.group("a"), "faq", faq.group("q"))
+        elif number == 0 and kind in ("fact", "form", "action"):
+            add(block, "fact")
+        elif (rows := _table_rows(block)) is not None:
+            for row, header in rows:
+                add(row, "row", header)
+        elif "\n" in block.strip() and is_code(block):
+            add(block, "code")
+        else:
+            for sentence in split_sentences(block):
+                # A question is never an answer (a heading like "Do you deliver?").
+                if not sentence.rstrip().endswith(("?", "？")):
+                    add(sentence, "sentence")
+    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,13 +288,14 @@ def names_api(text: str) -> bool:
     return bool(_API_NAME.search(text))
 
 
-def _coverage(weights: Mapping[str, float], own: set[str], about: set[str]) -> float:
+def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozenset[str]) -> float:
+    """Share of the question's term weight a unit uses, words only in what it is about at half."""
     total = sum(weights.values())
-    if total <= 0:
+    hit = own.intersection(weights)
+    hit_about = about.intersection(weights) - hit
+    if total <= 0 or not (hit or hit_about):
         return 0.0
-    covered = sum(w for t, w in weights.items() if t in own) + 0.5 * sum(
-        w for t, w in weights.items() if t in about and t not in own)
-    return covered / total
+    return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
 def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
@@ -316,14 +327,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
     if not units:
         return Selection(quotes=[])
-    lexical = []
-    for unit in units:
-        own, about = stems(unit.text), stems(unit.about)
-        lexical.append(_coverage(weights, own, about))
+    lexical = [_coverage(weights, stems(unit.text), stems(unit.about)) for unit in units]
     # The source's own retrieval evidence (its passage's similarity) and rank, and a mild
     # penalty for long sentences (they use many words without answering better).
     prior = [PRIOR_SIMILARITY * max(0.0, sources[u.source].similarity) + PRIOR_RANK / (1 + u.source)
-             - 0.1 * min(1.0, max(0, len(u.text.split()) - 35) / 35) for u in units]
+             - 0.1 * min(1.0, max(0, len(u.text) // 6 - 35) / 35) for u in units]
     bonus = [_evidence_bonus(u, asks) + (0.08 if u.kind == "faq" else 0.0) for u in units]
     if asks.howto:
         # On documentation, a how-do-I question is answered with the API the page names.
