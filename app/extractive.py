@@ -298,7 +298,7 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
-def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
+def _evidence_bonus(unit: Unit, asks: _Asks, subject: frozenset[str] = frozenset()) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number."""
     text = unit.text
     bonus = 0.0
@@ -310,8 +310,11 @@ def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
         bonus += 0.15
     if asks.count and _HAS_NUMBER.search(text):
         bonus += 0.1
-    if unit.kind == "fact" and (asks.price or asks.time or asks.date) and bonus:
-        bonus += FACT_BONUS  # structured facts win for price, date and hours questions
+    # Structured facts win for price, date and hours questions — about the thing they name
+    # ("Sea Salt Sourdough — $9.50"), not a granola that merely contains oats.
+    if (unit.kind == "fact" and (asks.price or asks.time or asks.date) and bonus
+            and subject & stems(unit.text.split(" — ", 1)[0])):
+        bonus += FACT_BONUS
     return bonus
 
 
@@ -332,7 +335,10 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # penalty for long sentences (they use many words without answering better).
     prior = [PRIOR_SIMILARITY * max(0.0, sources[u.source].similarity) + PRIOR_RANK / (1 + u.source)
              - 0.1 * min(1.0, max(0, len(u.text) // 6 - 35) / 35) for u in units]
-    bonus = [_evidence_bonus(u, asks) + (0.08 if u.kind == "faq" else 0.0) for u in units]
+    heaviest = max(weights.values(), default=0.0)
+    # The words that name what the question is about (not "price" or "open").
+    subject = frozenset(t for t, w in weights.items() if w >= 0.5 * heaviest)
+    bonus = [_evidence_bonus(u, asks, subject) + (0.08 if u.kind == "faq" else 0.0) for u in units]
     if asks.howto:
         # On documentation, a how-do-I question is answered with the API the page names.
         for i, unit in enumerate(units):
@@ -364,9 +370,6 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     lead_unit = units[lead]
     chosen = [lead]
     used = len(lead_unit.text)
-    # The words that name what the question is about (not "price" or "open").
-    heaviest = max(weights.values(), default=0.0)
-    subject = {t for t, w in weights.items() if w >= 0.5 * heaviest}
     index_of = {(u.source, u.position): i for i, u in enumerate(units)}
 
     def room_for(i: int) -> bool:
