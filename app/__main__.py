@@ -235,7 +235,7 @@ def mcp_command(ctx: Context, args: argparse.Namespace) -> None:
 @command("eval")
 def eval_command(ctx: Context, args: argparse.Namespace) -> None:
     """`eval --beir DIR`: retrieval metrics on a BEIR dataset; `eval ID --golden FILE`: a tenant."""
-    from app import evaluate
+    from app import eval as evaluate
 
     if bool(args.beir) == bool(args.golden):
         raise InvalidInput("use `frontdesk eval --beir DIR` or `frontdesk eval ID --golden FILE.jsonl`")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app import evaluate as ev
+from app import eval as ev
 from app.__main__ import main
 from app.context import Context
 from store.errors import InvalidInput

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from app.evaluate import answer_precision
+from app.eval import answer_precision
 from app.extractive import is_code, row_text, select, term_weights, units_of
 from app.followup import carried_subject, leans_on_history
 from app.prompt import Source

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import msgspec
 
-from app import evaluate as ev
+from app import eval as ev
 from app.context import Context
 from app.settings import Settings
 from ingest.embed import DEFAULT_MODEL, MODELS
