@@ -146,16 +146,11 @@ def stats_command(ctx: Context, args: argparse.Namespace) -> None:
 def ask_command(ctx: Context, args: argparse.Namespace) -> None:
     import asyncio
 
-    from app.answer import Answerer
-    from app.cache import AnswerCache
     from app.events import ChatRequest, PageContext
-    from app.metrics import Metrics
-    from app.providers import make_provider
+    from app.stack import answer_stack
 
     tenant = ctx.tenant(args.id)
     settings = ctx.settings
-    provider = make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
-    answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
     page = PageContext(url=args.page_url) if args.page_url else None
     request = ChatRequest(key=tenant.widget_key, question=args.question, page=page)
 
@@ -168,11 +163,8 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
         from app.answer import check_question
 
         request.question = check_question(request.question, settings.max_question_chars)
-        try:
-            return await answerer.answer(tenant, request, on_token=show)
-        finally:
-            await answerer.drain()
-            await provider.aclose()
+        async with answer_stack(ctx) as stack:
+            return await stack.answerer.answer(tenant, request, on_token=show)
 
     result = asyncio.run(run())
     if args.json:

@@ -17,15 +17,13 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from app.answer import Answerer
-from app.cache import AnswerCache
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
 from app.metrics import Metrics
-from app.providers import make_provider
 from app.ratelimit import RateLimits
 from app.routes import ops, widget
 from app.settings import Settings
+from app.stack import answer_stack
 from ingest.scheduler import Scheduler
 
 log = logging.getLogger("frontdesk.http")
@@ -77,10 +75,10 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state.ctx = ctx or Context(settings)
         state.settings = settings
         state.metrics = Metrics()
-        state.cache = AnswerCache(settings.cache_entries, settings.cache_ttl)
         state.ratelimits = RateLimits(settings.rate_per_ip, settings.rate_burst_ip, settings.rate_per_tenant)
-        state.provider = make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
-        state.answerer = Answerer(state.ctx, state.provider, state.cache, state.metrics)
+        stack = answer_stack(state.ctx, cache_entries=settings.cache_entries, cache_ttl=settings.cache_ttl,
+                             metrics=state.metrics)
+        state.answerer, state.cache = stack.answerer, stack.cache
         state.model_ready = False
         state.scheduler = None
         # Load the weights before the first visitor asks (they take a second or two).
@@ -94,8 +92,7 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         finally:
             if state.scheduler is not None:
                 await state.scheduler.stop()
-            await state.answerer.drain()
-            await state.provider.aclose()
+            await stack.aclose()
             if own_ctx:
                 await anyio.to_thread.run_sync(state.ctx.close)
 

@@ -18,15 +18,13 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from app.answer import Answerer
-from app.cache import AnswerCache
 from app.context import Context
 from app.events import (
     ChatRequest,
     Citation,
     PageContext,
 )
-from app.metrics import Metrics
-from app.providers import make_provider
+from app.stack import answer_stack
 from store.errors import FrontdeskError, InvalidInput, InvalidQuery, NotFound, PayloadTooLarge
 from store.search import Filters
 
@@ -295,18 +293,12 @@ async def serve_stdio(ctx: Context, tenant_id: str) -> None:
     """Serve one tenant over stdin/stdout until the client hangs up."""
     tenant = await anyio.to_thread.run_sync(ctx.tenant, tenant_id)  # refuse a bad tenant before serving
     await anyio.to_thread.run_sync(ctx.tenant_embedder(tenant).warm_up)
-    settings = ctx.settings
-    provider = make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)
-    answerer = Answerer(ctx, provider, AnswerCache(256, settings.cache_ttl), Metrics())
     site = tenant.config().site
-    server = build_server(
-        KnowledgeBase(ctx, tenant_id, answerer),
-        instructions=f"The knowledge base of {site}: search its pages (kb.search), read one page (kb.get), "
-                     "or ask for a grounded, cited answer (kb.ask).",
-    )
-    try:
+    async with answer_stack(ctx, cache_entries=256, cache_ttl=ctx.settings.cache_ttl) as stack:
+        server = build_server(
+            KnowledgeBase(ctx, tenant_id, stack.answerer),
+            instructions=f"The knowledge base of {site}: search its pages (kb.search), read one page (kb.get), "
+                         "or ask for a grounded, cited answer (kb.ask).",
+        )
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        await answerer.drain()
-        await provider.aclose()

@@ -20,6 +20,7 @@ import httpx
 
 from app.extractive import select, term_weights
 from app.prompt import Prompt
+from app.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +156,9 @@ def make_provider(base_url: str, model: str, api_key: str, timeout: float) -> Pr
     if not base_url:
         return extractive
     return WithFallback(OpenAICompatible(base_url, model or "default", api_key, timeout=timeout), extractive)
+
+
+def provider_from_settings(settings: Settings) -> Provider:
+    """The provider the server settings name: the LLM endpoint with the extractive fallback, or
+    extractive alone when no endpoint is set."""
+    return make_provider(settings.llm_base_url, settings.llm_model, settings.llm_api_key, settings.llm_timeout)

@@ -17,7 +17,7 @@ import msgspec
 
 from app.context import Context
 from app.eval.metrics import ndcg_at_k, percentiles, unique
-from app.providers import Provider, make_provider
+from app.providers import Provider, provider_from_settings
 from ingest.embed import Embedder
 from store.errors import InvalidInput
 from store.search import DEFAULT_FUSION, FusionParams, Mode, chunk_languages, search
@@ -227,13 +227,12 @@ def _is_miss(row: GoldenRow) -> bool:
 async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem],
                        provider: Provider, on_progress: Progress | None,
                        params: FusionParams) -> list[GoldenRow]:
-    from app.answer import Answerer, question_language
-    from app.cache import AnswerCache
+    from app.answer import question_language
     from app.events import ChatRequest
     from app.followup import carried_subject
-    from app.metrics import Metrics
+    from app.stack import answer_stack
 
-    answerer = Answerer(ctx, provider, AnswerCache(16, 0), Metrics())
+    answerer = answer_stack(ctx, provider=provider).answerer
     site = tenant.config().site
     embedder = ctx.tenant_embedder(tenant)
     site_langs = tenant_languages(tenant)
@@ -285,12 +284,8 @@ def run_golden(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem], *, gol
     """Ask every golden question: page retrieval metrics, then the full answer pipeline with the
     provider the server would use (an LLM if FRONTDESK_LLM_BASE_URL is set, else extractive)."""
 
-    def production_provider() -> Provider:
-        s = ctx.settings
-        return make_provider(s.llm_base_url, s.llm_model, s.llm_api_key, s.llm_timeout)
-
     async def run():
-        provider = (provider_factory or production_provider)()
+        provider = provider_factory() if provider_factory else provider_from_settings(ctx.settings)
         try:
             return await _golden_rows(ctx, tenant, items, provider, on_progress, params)
         finally:
