@@ -11,18 +11,10 @@ import msgspec
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from ingest.facts import (
-    MAX_DATA_BYTES,
-    MAX_FACT_CHARS,
-    extract_facts,
-    extract_structured,
-    facts_from_jsonld,
-    human_date,
-    human_duration,
-    money,
-    opening_hours_text,
-    parse_json_ld_block,
-)
+from ingest.facts import extract_facts, extract_structured, facts_from_jsonld
+from ingest.facts.read import MAX_DATA_BYTES, parse_json_ld_block
+from ingest.facts.render import MAX_FACT_CHARS
+from ingest.facts.wording import human_date, human_duration, money, opening_hours_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 JSONLD = FIXTURES / "jsonld"
