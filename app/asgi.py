@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import anyio
-from litestar import Litestar, Request
+from litestar import Litestar
 from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -21,7 +21,7 @@ from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
 from app.metrics import Metrics
 from app.ratelimit import RateLimits
-from app.routes import ops, widget
+from app.routes import a2a, admin, ops, widget
 from app.settings import Settings
 from app.stack import answer_stack
 from ingest.scheduler import Scheduler
@@ -96,21 +96,8 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
             if own_ctx:
                 await anyio.to_thread.run_sync(state.ctx.close)
 
-    routes = [*widget.ROUTES, *ops.ROUTES]
-    try:
-        from app.routes import admin
-
-        routes += admin.ROUTES
-    except ImportError:
-        pass
-    try:
-        from app.routes import a2a
-
-        routes += a2a.ROUTES
-    except ImportError:
-        pass
     return Litestar(
-        route_handlers=routes,
+        route_handlers=[*widget.ROUTES, *ops.ROUTES, *admin.ROUTES, *a2a.ROUTES],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[_request_log_middleware],
@@ -119,10 +106,6 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state=State({"settings": settings}),
         debug=False,
     )
-
-
-def trace_id(request: Request) -> str:
-    return request.scope.get("state", {}).get("trace_id", "")
 
 
 def app_from_env() -> Litestar:

@@ -10,9 +10,8 @@ import anyio
 import msgspec
 from litestar import Request, post
 
-from app.asgi import trace_id
 from app.events import ChatRequest, Citation, PageContext
-from app.routes.common import bearer_token, read_json
+from app.routes.common import bearer_token, read_json, trace_id
 from store.errors import InvalidInput, TenantNotFound, Unauthorized
 from store.tenants import Tenant, validate_tenant_id
 

@@ -1,4 +1,5 @@
-"""Request helpers the route modules share: JSON bodies decoded into Structs, bearer tokens."""
+"""Request helpers the route modules share: JSON bodies decoded into Structs, bearer tokens, the
+request's trace id."""
 
 from __future__ import annotations
 
@@ -32,3 +33,8 @@ def bearer_token(request: Request) -> str:
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("send `Authorization: Bearer <token>` (the server or tenant admin token)")
     return token.strip()
+
+
+def trace_id(request: Request) -> str:
+    """The id the request log middleware (app/asgi.py) gave this request ('' outside the app)."""
+    return request.scope.get("state", {}).get("trace_id", "")
