@@ -1,5 +1,6 @@
 """HTTP edge of the one error tree (store/errors.py): every error becomes `{"code", "message"}`
-with its status; anything unexpected becomes a 500 `internal_error` — never a traceback."""
+with its status; anything unexpected becomes a 500 `internal_error` — never a traceback.
+The other edges (SSE `error` event, CLI, MCP) are listed with the tree."""
 
 from __future__ import annotations
 

@@ -21,12 +21,9 @@ import httpx
 from app.extractive import select, term_weights
 from app.prompt import Prompt
 from app.settings import Settings
+from store.errors import ProviderError
 
 log = logging.getLogger(__name__)
-
-
-class ProviderError(Exception):
-    """A provider could not produce (the rest of) an answer."""
 
 
 class Provider(abc.ABC):
