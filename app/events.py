@@ -1,4 +1,4 @@
-"""The wire contract: request bodies and every SSE event as msgspec Structs (SPEC section 7).
+"""The wire contract: request bodies and every SSE event as msgspec Structs (README.md, "HTTP API").
 
 Extend, don't break: fields may be added with defaults; names and codes never change.
 """

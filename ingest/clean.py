@@ -1,5 +1,6 @@
 """Cleaning of extracted text before it is indexed: Unicode and whitespace normalisation, and
-scrubbing of e-mail addresses, phone numbers, secrets and card numbers (SPEC section 4).
+scrubbing of e-mail addresses, phone numbers, secrets and card numbers (a tenant's `clean`
+config chooses which: README.md, "Configuration").
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import msgspec
 
-#: Chunk and section kinds, as stored in the tenant file (SPEC section 3).
+#: Chunk and section kinds, as stored in the tenant file (the CHECK in store/migrations.py).
 KINDS = ("prose", "fact", "faq", "form", "action")
 
 

@@ -26,7 +26,8 @@ from store.errors import BackendUnavailable, InvalidConfig
 log = logging.getLogger(__name__)
 
 #: Token budget the MiniLM model sees per text. The packaged tokenizer.json truncates at 128;
-#: the model was trained with 256 and retrieval is measurably better with it (SPEC section 5).
+#: the model was trained with 256 and retrieval is measurably better with it (re-measure with
+#: the SciFact run of docs/eval.md, "Commands").
 MINILM_MAX_TOKENS = 256
 
 

@@ -1,7 +1,7 @@
 """One crawl job: discover → fetch (conditional) → extract → index, with the delta rules that keep
 recrawls cheap, progress events, and a summary.
 
-Delta rules (SPEC section 4): a page whose sitemap lastmod is unchanged is not fetched; a
+Delta rules (README.md, "CLI": `crawl`): a page whose sitemap lastmod is unchanged is not fetched; a
 re-fetch sends If-None-Match / If-Modified-Since and a 304 costs no parsing; the content hash
 decides whether a page changed; only chunks whose text is new are embedded; pages that are gone
 (404/410, now noindex, dropped from a sitemap that did load) are tombstoned. Each page is one
@@ -57,7 +57,7 @@ class CrawlProgress(msgspec.Struct, kw_only=True):
 
 
 class CrawlSummary(msgspec.Struct, kw_only=True):
-    """The `frontdesk crawl --json` document (SPEC section 7) plus diagnostics."""
+    """The `frontdesk crawl --json` document (README.md, "CLI") plus diagnostics."""
 
     pages_found: int = 0
     fetched: int = 0

@@ -30,7 +30,7 @@ MAX_FTS_TERMS = 32
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 
 # Function words in the languages frontdesk sites are written in. Dropping them from the FTS
-# query keeps nDCG and makes bm25 ~3x faster (SPEC section 5).
+# query keeps nDCG and makes bm25 ~3x faster (re-measure with docs/eval.md, "Commands").
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further had

@@ -361,7 +361,7 @@ def test_llm_failures_fall_back_to_the_extractive_answer(llm_served, mode):
     assert "[1]" in result["text"] and result["citations"]
 
 
-# -- opt-in: a real llama.cpp server (SPEC section 6). Start one, e.g. `pip install
+# -- opt-in: a real llama.cpp server (README.md, "Configuration": FRONTDESK_LLM_*). Start one, e.g. `pip install
 # 'llama-cpp-python[server]'` (builds from source, ~7 min) with a small GGUF model, then run
 # FRONTDESK_TEST_LLAMA_URL=http://127.0.0.1:8080/v1 make test PYTEST_ARGS="-k real_llama".
 

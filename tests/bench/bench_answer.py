@@ -1,4 +1,4 @@
-"""The hot path under load (SPEC section 10): time to first token and total time, server side and
+"""The hot path under load (README.md, "Speed"): time to first token and total time, server side and
 as the client sees it, for the extractive answerer on a 10k-chunk tenant, with 1, 10 and 50
 concurrent streams over loopback; RSS of the server process idle and under load.
 

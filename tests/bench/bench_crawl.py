@@ -1,4 +1,4 @@
-"""Ingestion benchmarks (SPEC section 10): a full crawl of the fastapi fixture over 127.0.0.1
+"""Ingestion benchmarks (README.md, "Speed"): a full crawl of the fastapi fixture over 127.0.0.1
 (politeness off, default embedder, 2 cores) in pages/min, an unchanged recrawl (time, requests,
 chunks embedded), and a recrawl after one page changed."""
 

@@ -1,5 +1,5 @@
 """Foundation benchmarks: embedding throughput, query embedding, hybrid search at 10k / 100k
-chunks, file size per 10k chunks, RSS with the model loaded (SPEC section 10 bars)."""
+chunks, file size per 10k chunks, RSS with the model loaded (the numbers in README.md, "Speed")."""
 
 from __future__ import annotations
 
