@@ -333,7 +333,8 @@ def test_opening_hours_specification_is_grouped_into_day_ranges():
       "openingHoursSpecification": [
         {"@type": "OpeningHoursSpecification", "dayOfWeek": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"],
          "opens": "09:00:00", "closes": "17:00:00"},
-        {"@type": "OpeningHoursSpecification", "dayOfWeek": "https://schema.org/Saturday", "opens": "10:00", "closes": "14:00"},
+        {"@type": "OpeningHoursSpecification", "dayOfWeek": "https://schema.org/Saturday",
+         "opens": "10:00", "closes": "14:00"},
         {"@type": "OpeningHoursSpecification", "dayOfWeek": "Sunday", "opens": "00:00", "closes": "00:00"}]}
     </script>"""
     facts, _ = extract_facts(page, URL)
@@ -355,7 +356,8 @@ def test_graph_references_resolve_to_names():
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("Mo-Fr 09:00-17:00", "Mon–Fri 09:00–17:00"), (["Mo,We 10:00-12:00", "Sa 09:00-13:00"], "Mon,Wed 10:00–12:00; Sat 09:00–13:00")],
+    [("Mo-Fr 09:00-17:00", "Mon–Fri 09:00–17:00"),
+     (["Mo,We 10:00-12:00", "Sa 09:00-13:00"], "Mon,Wed 10:00–12:00; Sat 09:00–13:00")],
 )  # fmt: skip
 def test_opening_hours_strings(value, expected):
     assert opening_hours_text(value) == expected
@@ -363,7 +365,8 @@ def test_opening_hours_strings(value, expected):
 
 @pytest.mark.parametrize(
     ("price", "currency", "expected"),
-    [("119.99", "USD", "$119.99"), (40, "EUR", "€40"), ("1234.5", "SEK", "1,234.50 SEK"), ("0", "USD", "free"), ("$35", None, "$35")],
+    [("119.99", "USD", "$119.99"), (40, "EUR", "€40"), ("1234.5", "SEK", "1,234.50 SEK"), ("0", "USD", "free"),
+     ("$35", None, "$35")],
 )  # fmt: skip
 def test_money(price, currency, expected):
     assert money(price, currency) == expected
@@ -371,7 +374,8 @@ def test_money(price, currency, expected):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("PT1H30M", "1 h 30 min"), ("PT20M", "20 min"), ("P0DT0H45M", "45 min"), ("P2D", "2 days"), ("20 minutes", "20 minutes")],
+    [("PT1H30M", "1 h 30 min"), ("PT20M", "20 min"), ("P0DT0H45M", "45 min"), ("P2D", "2 days"),
+     ("20 minutes", "20 minutes")],
 )  # fmt: skip
 def test_durations(value, expected):
     assert human_duration(value) == expected
@@ -406,7 +410,8 @@ def test_facts_from_already_parsed_json_ld():
         {"@type": "Product", "name": "Red Dress", "offers": {"price": 40, "priceCurrency": "USD"}},
         "not an object",
         None,
-        {"@type": "FAQPage", "mainEntity": [{"@type": "Question", "name": "Returns?", "acceptedAnswer": {"text": "<p>Within 30 days.</p>"}}]},
+        {"@type": "FAQPage", "mainEntity": [{"@type": "Question", "name": "Returns?",
+                                             "acceptedAnswer": {"text": "<p>Within 30 days.</p>"}}]},
     ]  # fmt: skip
     facts = facts_from_jsonld(items)
     assert [(f.kind, f.text) for f in facts] == [
