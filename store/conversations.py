@@ -161,3 +161,134 @@ def usage(conn: apsw.Connection, days: int = 30) -> dict[str, dict[str, int]]:
 
 def dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+# -- the console: open gaps to cluster and resolve, conversations filtered, a message by id ----
+
+
+class GapRow(msgspec.Struct, kw_only=True):
+    """One recorded gap question, with the query vector it was asked with (if any)."""
+
+    id: int
+    question: str
+    count: int
+    lang: str
+    page_url: str
+    first_at: float
+    last_at: float
+    best_score: float | None
+    vector: bytes | None = None
+
+
+_GAP_COLUMNS = "id, question, count, lang, page_url, first_at, last_at, best_score, embedding"
+
+
+def _gap_row(r) -> GapRow:
+    return GapRow(id=r[0], question=r[1], count=r[2], lang=r[3], page_url=r[4], first_at=r[5], last_at=r[6],
+                  best_score=r[7], vector=r[8])
+
+
+def open_gaps(conn: apsw.Connection, limit: int = 1000) -> list[GapRow]:
+    """Unresolved gaps (and resolved ones asked again, unanswered, after they were resolved)."""
+    rows = conn.execute(
+        f"SELECT {_GAP_COLUMNS} FROM gaps "
+        "WHERE resolved_at IS NULL OR last_at > resolved_at ORDER BY count DESC, last_at DESC LIMIT ?",
+        (limit,)).fetchall()
+    return [_gap_row(r) for r in rows]
+
+
+def gaps_by_id(conn: apsw.Connection, ids: list[int]) -> list[GapRow]:
+    wanted = [int(i) for i in ids][:1000]
+    if not wanted:
+        return []
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_GAP_COLUMNS} FROM gaps "
+        f"WHERE id IN ({marks}) ORDER BY count DESC, last_at DESC", wanted).fetchall()
+    return [_gap_row(r) for r in rows]
+
+
+def set_gap_vectors(conn: apsw.Connection, vectors: dict[int, bytes]) -> None:
+    """Store vectors for gaps recorded without one (a cached refusal carries none)."""
+    conn.executemany("UPDATE gaps SET embedding = ? WHERE id = ? AND embedding IS NULL",
+                     [(blob, gap_id) for gap_id, blob in vectors.items()])
+
+
+def resolve_gaps(conn: apsw.Connection, ids: list[int], curated_id: int | None = None) -> int:
+    """Mark gaps resolved (by a curated answer, or dismissed when `curated_id` is None)."""
+    now = time.time()
+    conn.executemany("UPDATE gaps SET resolved_at = ?, curated_id = ? WHERE id = ?",
+                     [(now, curated_id, int(i)) for i in ids])
+    return len(ids)
+
+
+class MessageView(msgspec.Struct, kw_only=True):
+    id: str
+    question: str
+    answer: str
+    confidence: float
+    source: str
+    answered: bool
+    feedback: str | None
+    created_at: float
+    ttft_ms: float | None = None
+    citations: list[CitationRow] = msgspec.field(default_factory=list)
+
+
+class ConversationView(msgspec.Struct, kw_only=True):
+    id: str
+    created_at: float
+    last_at: float
+    page_url: str
+    lang: str
+    messages: list[MessageView] = msgspec.field(default_factory=list)
+
+
+_MESSAGE_COLUMNS = "conversation_id, id, question, answer, confidence, source, answered, feedback, created_at, ttft_ms"
+
+
+def _message_view(row) -> MessageView:
+    return MessageView(id=row[1], question=row[2], answer=row[3], confidence=row[4], source=row[5],
+                       answered=bool(row[6]), feedback={1: "up", -1: "down"}.get(row[7]), created_at=row[8],
+                       ttft_ms=row[9])
+
+
+def conversation_views(conn: apsw.Connection, *, unanswered: bool = False, thumbs_down: bool = False,
+                       limit: int = 25, offset: int = 0) -> tuple[list[ConversationView], int]:
+    """Conversations newest first, optionally only those with an unanswered question or a
+    thumbs-down; with the total count matching the filter."""
+    where = " AND ".join(filter(None, [
+        "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.answered = 0)" if unanswered else "",
+        "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.feedback = -1)" if thumbs_down else "",
+    ])) or "1"
+    total = conn.execute(f"SELECT count(*) FROM conversations c WHERE {where}").fetchone()[0]
+    found = [ConversationView(id=r[0], created_at=r[1], last_at=r[2], page_url=r[3], lang=r[4]) for r in conn.execute(
+        f"SELECT id, created_at, last_at, page_url, lang FROM conversations c WHERE {where} "
+        "ORDER BY last_at DESC LIMIT ? OFFSET ?", (limit, offset))]
+    by_id = {c.id: c for c in found}
+    if not by_id:
+        return [], total
+    marks = ",".join("?" * len(by_id))
+    messages: dict[str, MessageView] = {}
+    for row in conn.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE conversation_id IN ({marks}) ORDER BY created_at", list(by_id)):
+        view = _message_view(row)
+        messages[view.id] = view
+        by_id[row[0]].messages.append(view)
+    for message_id, url, title, chunk_id, score in conn.execute(
+        f"SELECT message_id, url, title, chunk_id, score FROM citations WHERE message_id IN "
+        f"(SELECT id FROM messages WHERE conversation_id IN ({marks})) ORDER BY message_id, rank", list(by_id)):
+        messages[message_id].citations.append(CitationRow(url=url, title=title, chunk_id=chunk_id, score=score))
+    return found, total
+
+
+def message_view(conn: apsw.Connection, message_id: str) -> tuple[str, MessageView] | None:
+    """A message with its conversation id (for the feedback.negative webhook)."""
+    row = conn.execute(
+        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE id = ?", (message_id,)).fetchone()
+    if row is None:
+        return None
+    view = _message_view(row)
+    view.citations = [CitationRow(url=u, title=t) for u, t in conn.execute(
+        "SELECT url, title FROM citations WHERE message_id = ? ORDER BY rank", (message_id,))]
+    return row[0], view

@@ -239,6 +239,58 @@ def m001_initial(conn: apsw.Connection, dim: int) -> None:
     )
 
 
+@migration
+def m002_console_webhooks(conn: apsw.Connection, dim: int) -> None:
+    """Resolved knowledge gaps (the console turns them into curated answers) and outgoing
+    webhooks: endpoints, an outbox of deliveries, and each delivery attempt for the log."""
+    conn.execute(
+        """
+        ALTER TABLE gaps ADD COLUMN resolved_at REAL;
+        ALTER TABLE gaps ADD COLUMN curated_id INTEGER;
+
+        CREATE TABLE webhook_endpoints (
+            id INTEGER PRIMARY KEY,
+            url TEXT NOT NULL,
+            secret TEXT NOT NULL,
+            events TEXT NOT NULL DEFAULT '[]',
+            active INTEGER NOT NULL DEFAULT 1,
+            description TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            gap_cursor INTEGER NOT NULL DEFAULT 0      -- gaps.id already sent as gap.new
+        );
+
+        CREATE TABLE webhook_deliveries (
+            id INTEGER PRIMARY KEY,
+            endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints(id) ON DELETE CASCADE,
+            event_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            body TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'sending', 'delivered', 'failed')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_at REAL NOT NULL,
+            lease_until REAL,
+            response_status INTEGER,
+            error TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            delivered_at REAL
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_at);
+        CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, id);
+
+        CREATE TABLE webhook_attempts (
+            delivery_id INTEGER NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+            attempt INTEGER NOT NULL,
+            at REAL NOT NULL,
+            response_status INTEGER,
+            error TEXT NOT NULL DEFAULT '',
+            ms REAL,
+            PRIMARY KEY (delivery_id, attempt)
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
