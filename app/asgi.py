@@ -17,6 +17,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from app import webhooks
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
 from app.metrics import Metrics
@@ -84,20 +85,25 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         # Load the weights before the first visitor asks (they take a second or two).
         await anyio.to_thread.run_sync(state.ctx.embedder().warm_up)
         state.model_ready = True
+        state.webhooks = webhooks.WebhookDispatcher(state.ctx.registry, settings)
         state.scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
-                                    on_change=state.cache.clear, periodic=settings.scheduler)
+                                    on_change=state.cache.clear, periodic=settings.scheduler,
+                                    on_finish=state.webhooks.crawl_ended)
         await state.scheduler.start()
+        await state.webhooks.start()
         try:
             yield
         finally:
             if state.scheduler is not None:
                 await state.scheduler.stop()
+            if getattr(state, "webhooks", None) is not None:
+                await state.webhooks.stop()
             await stack.aclose()
             if own_ctx:
                 await anyio.to_thread.run_sync(state.ctx.close)
 
     return Litestar(
-        route_handlers=[*widget.ROUTES, *ops.ROUTES, *admin.ROUTES, *a2a.ROUTES],
+        route_handlers=[*widget.ROUTES, *ops.ROUTES, *admin.ROUTES, *a2a.ROUTES, *webhooks.ROUTES],
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[_request_log_middleware],

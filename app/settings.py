@@ -60,6 +60,18 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Take the visitor IP from X-Forwarded-For (only behind a proxy you run)."""
     log_level: str = "info"
     """Log level of the JSON logs on stderr."""
+    console_session_hours: float = 8.0
+    """Hours a /console sign-in lasts before the owner must sign in again."""
+    console_secret: str = ""
+    """Key that signs /console session cookies; empty = a random key made once in DATA_DIR/console.secret."""
+    webhook_timeout: float = 10.0
+    """Seconds a webhook receiver has to answer one delivery attempt."""
+    webhook_max_attempts: int = 8
+    """Attempts per webhook delivery before it is marked failed."""
+    webhook_retry_base: float = 30.0
+    """Seconds before the first webhook retry; each further retry waits twice as long (at most 1 h)."""
+    webhook_gap_batch_seconds: float = 300.0
+    """New knowledge gaps are collected and sent as one gap.new event at most this often."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:

@@ -53,11 +53,14 @@ class _Job:
 
 class Scheduler:
     def __init__(self, registry: TenantRegistry, embedder_for: Callable[[Tenant], Embedder], *,
-                 metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True) -> None:
+                 metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True,
+                 on_finish: Callable[[JobInfo], object] | None = None) -> None:
         self.registry = registry
         self.embedder_for = embedder_for
         self.metrics = metrics
         self.on_change = on_change
+        self.on_finish = on_finish
+        """Called with the JobInfo of every job that ended (outgoing webhooks)."""
         self.periodic = periodic
         self._jobs: dict[str, _Job] = {}
         self._last: dict[str, JobInfo] = {}
@@ -159,6 +162,11 @@ class Scheduler:
                 self.metrics.queue_depth.set(len(self._jobs))
             if self.on_change is not None:
                 self.on_change(info.tenant_id)
+            if self.on_finish is not None:
+                try:
+                    self.on_finish(info)
+                except Exception:  # a listener's failure never breaks the scheduler
+                    log.exception("crawl end listener failed for tenant %s", info.tenant_id)
 
     def _count(self, summary: CrawlSummary) -> None:
         for outcome, value in (("fetched", summary.fetched), ("not_modified", summary.not_modified),

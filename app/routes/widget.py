@@ -131,6 +131,8 @@ async def feedback(request: Request) -> Response:
             conversations.set_feedback(conn, body.message_id, 1 if body.rating == "up" else -1, body.conversation_id)
 
     await anyio.to_thread.run_sync(write)
+    if body.rating == "down" and getattr(state, "webhooks", None) is not None:
+        await state.webhooks.feedback_negative(tenant, body.message_id)  # the feedback.negative webhook
     return Response(content={"ok": True}, headers=cors(origin))
 
 
