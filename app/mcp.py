@@ -212,18 +212,15 @@ class KnowledgeBase:
             for h in hits
         ])
 
-    def _get(self, args: GetArgs) -> Page:
-        tenant = self.ctx.tenant(self.tenant_id)
-        page = read_page(tenant.reader(), url_candidates(args.url, tenant.config().site))
+    async def search(self, args: SearchArgs) -> SearchResults:
+        return await anyio.to_thread.run_sync(self._search, args)  # embeds the query: not only a read
+
+    async def get(self, args: GetArgs) -> Page:
+        tenant = await anyio.to_thread.run_sync(self.ctx.tenant, self.tenant_id)
+        page = await tenant.read(lambda conn: read_page(conn, url_candidates(args.url, tenant.config(conn).site)))
         if page is None:
             raise NotFound(f"no page {args.url!r} in this knowledge base; kb.search finds page URLs")
         return page
-
-    async def search(self, args: SearchArgs) -> SearchResults:
-        return await anyio.to_thread.run_sync(self._search, args)
-
-    async def get(self, args: GetArgs) -> Page:
-        return await anyio.to_thread.run_sync(self._get, args)
 
     async def ask(self, args: AskArgs) -> AgentAnswer:
         tenant = await anyio.to_thread.run_sync(self.ctx.tenant, self.tenant_id)
@@ -292,8 +289,8 @@ def build_server(kb: KnowledgeBase, *, instructions: str = "") -> Server:
 async def serve_stdio(ctx: Context, tenant_id: str) -> None:
     """Serve one tenant over stdin/stdout until the client hangs up."""
     tenant = await anyio.to_thread.run_sync(ctx.tenant, tenant_id)  # refuse a bad tenant before serving
-    await anyio.to_thread.run_sync(ctx.tenant_embedder(tenant).warm_up)
-    site = tenant.config().site
+    await anyio.to_thread.run_sync(lambda: ctx.tenant_embedder(tenant).warm_up())
+    site = (await tenant.read(tenant.config)).site
     async with answer_stack(ctx, cache_entries=256, cache_ttl=ctx.settings.cache_ttl) as stack:
         server = build_server(
             KnowledgeBase(ctx, tenant_id, stack.answerer),

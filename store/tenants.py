@@ -1,5 +1,10 @@
 """Tenants: id validation → file path, creating / opening / deleting tenant files, and the
-registry of open tenants (per-thread readers, one writer per tenant)."""
+registry of open tenants (per-thread readers, one writer per tenant).
+
+From the event loop, `await tenant.read(fn)` and `await tenant.write(fn)` run `fn(conn)` in a
+worker thread on a read connection or inside the one write transaction; code already in a worker
+thread uses `tenant.reader()` and `with tenant.write() as conn:` directly.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +16,12 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TypeVar, overload
 
+import anyio
 import apsw
 import msgspec
 
@@ -21,6 +29,8 @@ from store import migrations
 from store.config import SiteConfig, decode_config, encode_config
 from store.connect import check_is_sqlite, open_connection
 from store.errors import InvalidTenantId, NotADatabase, StoreError, TenantExists, TenantNotFound
+
+T = TypeVar("T")
 
 TENANT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 
@@ -91,8 +101,33 @@ class Tenant:
             conn = self._local.conn = self._connect()
         return conn
 
+    async def read(self, fn: Callable[[apsw.Connection], T]) -> T:
+        """`fn(conn)` on a worker thread's read connection, off the event loop."""
+        return await anyio.to_thread.run_sync(lambda: fn(self.reader()))
+
+    @overload
+    def write(self) -> AbstractContextManager[apsw.Connection]: ...
+
+    @overload
+    def write(self, fn: Callable[[apsw.Connection], T]) -> Awaitable[T]: ...
+
+    def write(self, fn: Callable[[apsw.Connection], T] | None = None):
+        """Without `fn` (in a worker thread): `with tenant.write() as conn:` is one write
+        transaction. With `fn` (on the event loop): `await tenant.write(fn)` runs `fn(conn)` inside
+        that transaction in a worker thread and returns its result; an exception rolls it back."""
+        if fn is None:
+            return self._transaction()
+        return self._write_in_thread(fn)
+
+    async def _write_in_thread(self, fn: Callable[[apsw.Connection], T]) -> T:
+        def run() -> T:
+            with self._transaction() as conn:
+                return fn(conn)
+
+        return await anyio.to_thread.run_sync(run)
+
     @contextlib.contextmanager
-    def write(self) -> Iterator[apsw.Connection]:
+    def _transaction(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE); one writer per tenant in this process."""
         with self._write_lock:
             if self._writer is None:
@@ -117,36 +152,45 @@ class Tenant:
             "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
         )
 
-    def generation(self) -> int:
-        row = self.reader().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    # These take the connection `read(fn)` / `write(fn)` hand them, or make their own.
+
+    def _or_reader(self, conn: apsw.Connection | None) -> apsw.Connection:
+        return self.reader() if conn is None else conn
+
+    def generation(self, conn: apsw.Connection | None = None) -> int:
+        row = self._or_reader(conn).execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         return int(row[0]) if row else 0
 
-    def config(self) -> SiteConfig:
-        row = self.reader().execute("SELECT config FROM site_config WHERE id = 1").fetchone()
+    def config(self, conn: apsw.Connection | None = None) -> SiteConfig:
+        row = self._or_reader(conn).execute("SELECT config FROM site_config WHERE id = 1").fetchone()
         if row is None:
             raise StoreError(f"tenant {self.id} has no site config")
         return decode_config(row[0])
 
-    def set_config(self, config: SiteConfig) -> None:
-        with self.write() as conn:
-            conn.execute(
-                "INSERT INTO site_config(id, config, updated_at) VALUES (1, ?, ?) "
-                "ON CONFLICT(id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
-                (encode_config(config).decode(), time.time()),
-            )
+    def set_config(self, config: SiteConfig, conn: apsw.Connection | None = None) -> None:
+        if conn is None:
+            with self.write() as conn:
+                self.set_config(config, conn)
+            return
+        conn.execute(
+            "INSERT INTO site_config(id, config, updated_at) VALUES (1, ?, ?) "
+            "ON CONFLICT(id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+            (encode_config(config).decode(), time.time()),
+        )
 
     def check_admin_token(self, token: str) -> bool:
         return bool(self.admin_token_hash) and hmac.compare_digest(hash_token(token), self.admin_token_hash)
 
-    def info(self) -> TenantInfo:
-        meta = migrations.read_meta(self.reader())
+    def info(self, conn: apsw.Connection | None = None) -> TenantInfo:
+        conn = self._or_reader(conn)
+        meta = migrations.read_meta(conn)
         return TenantInfo(
             id=self.id,
             widget_key=meta.get("widget_key", ""),
             embedder_id=meta.get("embedder_id", ""),
             embedder_dim=int(meta.get("embedder_dim", "0") or 0),
             schema_version=int(meta.get("schema_version", "0")),
-            site=self.config().site,
+            site=self.config(conn).site,
             created_at=float(meta.get("created_at", "0")),
         )
 

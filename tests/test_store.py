@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import anyio
 import apsw
 import numpy as np
 import pytest
@@ -241,6 +242,32 @@ def test_reads_proceed_while_a_writer_writes(registry):
         t.join()
     assert not errors and reads[0] > 40
     assert stats(tenant.reader()).pages == 40
+
+
+def test_async_read_and_write_run_off_the_event_loop_in_one_transaction(registry):
+    tenant, _ = make(registry)
+    loop_thread = threading.get_ident()
+
+    def add(conn) -> int:
+        assert threading.get_ident() != loop_thread and conn.in_transaction
+        return write_page(conn, PageWrite(url="https://acme.test/a", content_hash="1", chunks=[chunk("async", 0)])).page_id
+
+    def fail(conn) -> None:
+        write_page(conn, PageWrite(url="https://acme.test/b", content_hash="2", chunks=[chunk("rolled back", 0)]))
+        raise RuntimeError("after the write")
+
+    def texts(conn) -> set[str]:
+        assert threading.get_ident() != loop_thread and conn is not tenant._writer
+        return {r[0] for r in conn.execute("SELECT text FROM chunks")}
+
+    async def run() -> None:
+        assert await tenant.write(add) == 1  # the function's result comes back
+        with pytest.raises(RuntimeError):
+            await tenant.write(fail)
+        assert await tenant.read(texts) == {"async"}
+        assert (await tenant.read(tenant.config)).site == "https://acme.test/"
+
+    anyio.run(run)
 
 
 def test_checkpoint_on_close_leaves_a_complete_db_file(registry, tmp_path):

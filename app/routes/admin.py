@@ -7,12 +7,15 @@ reaches only that tenant. Every error is `{"code", "message"}` with a 4xx/5xx st
 
 from __future__ import annotations
 
+import functools
 import hmac
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import anyio
+import apsw
 import msgspec
+import numpy as np
 from litestar import Controller, Request, delete, get, patch, post, put
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import ServerSentEvent
@@ -132,6 +135,12 @@ async def _tenant(request: Request, tenant_id: str) -> Tenant:
     return await anyio.to_thread.run_sync(authorized_tenant, request, tenant_id)
 
 
+async def _embed_question(request: Request, tenant: Tenant, question: str) -> np.ndarray:
+    """The question's vector from the tenant's model (in a worker thread: the model runs there)."""
+    ctx = request.app.state.ctx
+    return await anyio.to_thread.run_sync(lambda: ctx.tenant_embedder(tenant).embed_query(question))
+
+
 async def _body(request: Request, kind: type):
     return await read_json(request, kind, 256_000)
 
@@ -159,7 +168,7 @@ class TenantsController(Controller):
     @get("/{tenant_id:str}", summary="A tenant's identity, model and schema", responses=ERROR_RESPONSES)
     async def get_tenant(self, request: Request, tenant_id: str) -> TenantInfo:
         tenant = await _tenant(request, tenant_id)
-        return await anyio.to_thread.run_sync(tenant.info)
+        return await tenant.read(tenant.info)
 
     @delete("/{tenant_id:str}", status_code=200, summary="Delete a tenant and its file (server admin)", responses=ERROR_RESPONSES)
     async def delete_tenant(self, request: Request, tenant_id: str) -> dict[str, str]:
@@ -174,19 +183,19 @@ class TenantsController(Controller):
     @get("/{tenant_id:str}/config", summary="The tenant's site config", responses=ERROR_RESPONSES)
     async def get_config(self, request: Request, tenant_id: str) -> SiteConfig:
         tenant = await _tenant(request, tenant_id)
-        return await anyio.to_thread.run_sync(tenant.config)
+        return await tenant.read(tenant.config)
 
     @post("/{tenant_id:str}/config:validate", status_code=200, summary="Check a config without saving it", responses=ERROR_RESPONSES)
     async def validate_config(self, request: Request, tenant_id: str) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), tenant)
+        config = self._checked(await request.body(), await tenant.read(tenant.config))
         return {"valid": True, "config": msgspec.to_builtins(config)}
 
     @put("/{tenant_id:str}/config", summary="Replace the site config (unknown fields and bad values refused)", responses=ERROR_RESPONSES)
     async def put_config(self, request: Request, tenant_id: str) -> SiteConfig:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), tenant)
-        await anyio.to_thread.run_sync(tenant.set_config, config)
+        config = self._checked(await request.body(), await tenant.read(tenant.config))
+        await tenant.write(functools.partial(tenant.set_config, config))
         request.app.state.cache.clear(tenant.id)
         return config
 
@@ -199,17 +208,17 @@ class TenantsController(Controller):
             raise InvalidInput("the request body must be JSON") from None
         if not isinstance(patch_body, dict):
             raise InvalidInput("a config patch must be a JSON object")
-        current = msgspec.to_builtins(await anyio.to_thread.run_sync(tenant.config))
-        merged = msgspec.json.encode(_merge(current, patch_body))
-        config = self._checked(merged, tenant)
-        await anyio.to_thread.run_sync(tenant.set_config, config)
+        current = await tenant.read(tenant.config)
+        merged = msgspec.json.encode(_merge(msgspec.to_builtins(current), patch_body))
+        config = self._checked(merged, current)
+        await tenant.write(functools.partial(tenant.set_config, config))
         request.app.state.cache.clear(tenant.id)
         return config
 
     @staticmethod
-    def _checked(raw: bytes, tenant: Tenant) -> SiteConfig:
+    def _checked(raw: bytes, current: SiteConfig) -> SiteConfig:
         config = decode_config(raw)
-        if config.model != tenant.config().model:
+        if config.model != current.model:
             raise InvalidInput("changing the model needs `frontdesk reindex` (it rebuilds every vector)",
                                field="model")
         return config
@@ -254,7 +263,7 @@ class TenantsController(Controller):
         body = await _body(request, RefreshRequest)
         if not body.urls or len(body.urls) > 1000:
             raise InvalidInput("give between 1 and 1000 URLs", field="urls")
-        config = await anyio.to_thread.run_sync(tenant.config)
+        config = await tenant.read(tenant.config)
         hosts = {config.host, *config.crawl.allowed_hosts}
         from urllib.parse import urlsplit
 
@@ -267,8 +276,7 @@ class TenantsController(Controller):
     async def get_stats(self, request: Request, tenant_id: str) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
 
-        def collect() -> dict[str, Any]:
-            conn = tenant.reader()
+        def collect(conn: apsw.Connection) -> dict[str, Any]:
             data = msgspec.to_builtins(tenant_stats(conn, file_bytes=tenant.path.stat().st_size))
             data["coverage"] = round(data["sitemap_covered"] / data["sitemap_urls"], 4) if data["sitemap_urls"] else None
             data["errors_by_reason"] = dict(conn.execute(
@@ -277,7 +285,7 @@ class TenantsController(Controller):
             data["usage"] = conversations.usage(conn)
             return data
 
-        return await anyio.to_thread.run_sync(collect)
+        return await tenant.read(collect)
 
     @post("/{tenant_id:str}/search", status_code=200, summary="Search debug: hits with scores and each stage's trace", responses=ERROR_RESPONSES)
     async def search_debug(self, request: Request, tenant_id: str) -> SearchResult:
@@ -290,7 +298,8 @@ class TenantsController(Controller):
             base, **{k: v for k, v in (("rrf_k", body.rrf_k), ("bm25_weight", body.bm25_weight),
                                        ("dense_weight", body.dense_weight)) if v is not None})
         ctx = request.app.state.ctx
-        config = await anyio.to_thread.run_sync(tenant.config)
+        config = await tenant.read(tenant.config)
+        # Embedding the query and searching: one worker thread hop, not a plain read.
         return await anyio.to_thread.run_sync(lambda: ctx.search(
             tenant, body.query, k=body.k, mode=body.mode, filters=body.filters, params=params, trace=True,
             boost_url=body.page_url, boost=config.answer.page_boost if body.page_url else 0.0))
@@ -298,50 +307,46 @@ class TenantsController(Controller):
     @get("/{tenant_id:str}/curated", summary="Curated answers", responses=ERROR_RESPONSES)
     async def list_curated(self, request: Request, tenant_id: str) -> CuratedList:
         tenant = await _tenant(request, tenant_id)
-        return CuratedList(await anyio.to_thread.run_sync(lambda: curated.all_curated(tenant.reader())))
+        return CuratedList(await tenant.read(curated.all_curated))
 
     @post("/{tenant_id:str}/curated", status_code=201, summary="Add a curated answer", responses=ERROR_RESPONSES)
     async def add_curated(self, request: Request, tenant_id: str) -> curated.Curated:
         tenant = await _tenant(request, tenant_id)
         body = await _body(request, CuratedBody)
-        ctx = request.app.state.ctx
+        vector = await _embed_question(request, tenant, body.question)
 
-        def add() -> curated.Curated:
-            vector = ctx.tenant_embedder(tenant).embed_query(body.question)
-            with tenant.write() as conn:
-                new_id = curated.add(conn, question=body.question, normalized=normalize_question(body.question),
-                                     answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
-                tenant.bump_generation(conn)
-            return curated.get(tenant.reader(), new_id)
+        def add(conn: apsw.Connection) -> int:
+            new_id = curated.add(conn, question=body.question, normalized=normalize_question(body.question),
+                                 answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
+            tenant.bump_generation(conn)
+            return new_id
 
-        return await anyio.to_thread.run_sync(add)
+        new_id = await tenant.write(add)
+        return await tenant.read(lambda conn: curated.get(conn, new_id))
 
     @put("/{tenant_id:str}/curated/{curated_id:int}", summary="Replace a curated answer", responses=ERROR_RESPONSES)
     async def put_curated(self, request: Request, tenant_id: str, curated_id: int) -> curated.Curated:
         tenant = await _tenant(request, tenant_id)
         body = await _body(request, CuratedBody)
-        ctx = request.app.state.ctx
+        vector = await _embed_question(request, tenant, body.question)
 
-        def update() -> curated.Curated:
-            vector = ctx.tenant_embedder(tenant).embed_query(body.question)
-            with tenant.write() as conn:
-                curated.update(conn, curated_id, question=body.question, normalized=normalize_question(body.question),
-                               answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
-                tenant.bump_generation(conn)
-            return curated.get(tenant.reader(), curated_id)
+        def update(conn: apsw.Connection) -> None:
+            curated.update(conn, curated_id, question=body.question, normalized=normalize_question(body.question),
+                           answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
+            tenant.bump_generation(conn)
 
-        return await anyio.to_thread.run_sync(update)
+        await tenant.write(update)
+        return await tenant.read(lambda conn: curated.get(conn, curated_id))
 
     @delete("/{tenant_id:str}/curated/{curated_id:int}", status_code=200, summary="Delete a curated answer", responses=ERROR_RESPONSES)
     async def delete_curated(self, request: Request, tenant_id: str, curated_id: int) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
 
-        def remove() -> None:
-            with tenant.write() as conn:
-                curated.delete(conn, curated_id)
-                tenant.bump_generation(conn)
+        def remove(conn: apsw.Connection) -> None:
+            curated.delete(conn, curated_id)
+            tenant.bump_generation(conn)
 
-        await anyio.to_thread.run_sync(remove)
+        await tenant.write(remove)
         return {"deleted": curated_id}
 
     @get("/{tenant_id:str}/gaps", summary="Knowledge gaps: unanswered questions, similar ones grouped", responses=ERROR_RESPONSES)
@@ -349,15 +354,14 @@ class TenantsController(Controller):
         tenant = await _tenant(request, tenant_id)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000", field="limit")
-        return GapList(await anyio.to_thread.run_sync(lambda: conversations.gaps(tenant.reader(), limit=limit)))
+        return GapList(await tenant.read(lambda conn: conversations.gaps(conn, limit=limit)))
 
     @get("/{tenant_id:str}/conversations", summary="Recent conversations with their messages and feedback", responses=ERROR_RESPONSES)
     async def get_conversations(self, request: Request, tenant_id: str, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
         if not 1 <= limit <= 500 or offset < 0:
             raise InvalidInput("limit must be 1..500 and offset not negative", field="limit")
-        items = await anyio.to_thread.run_sync(
-            lambda: conversations.conversations(tenant.reader(), limit=limit, offset=offset))
+        items = await tenant.read(lambda conn: conversations.conversations(conn, limit=limit, offset=offset))
         return {"conversations": items}
 
     @delete("/{tenant_id:str}/cache", status_code=200, summary="Drop the tenant's cached answers", responses=ERROR_RESPONSES)

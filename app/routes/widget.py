@@ -20,6 +20,7 @@ from app.answer import Answerer, check_question
 from app.events import ChatRequest, ErrorBody, ErrorEvent, FeedbackRequest, event_name
 from app.routes.common import read_json
 from store import conversations
+from store.config import SiteConfig
 from store.errors import Forbidden, FrontdeskError, Unauthorized
 from store.tenants import Tenant
 
@@ -41,11 +42,10 @@ def client_ip(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-def allowed_origin(tenant: Tenant, origin: str | None) -> bool:
+def allowed_origin(config: SiteConfig, origin: str | None) -> bool:
     """Requests without an Origin (servers, curl) pass; browsers must come from the tenant's site."""
     if not origin:
         return True
-    config = tenant.config()
     allowed = {config.origin, *(o.rstrip("/").lower() for o in config.allowed_origins)}
     return origin.rstrip("/").lower() in allowed or "*" in allowed
 
@@ -108,7 +108,7 @@ async def chat(request: Request) -> Response:
     origin = request.headers.get("origin")
     body = await read_json(request, ChatRequest, state.settings.max_body_bytes)
     tenant = await anyio.to_thread.run_sync(resolve_tenant, request, body.key)
-    if not await anyio.to_thread.run_sync(allowed_origin, tenant, origin):
+    if not allowed_origin(await tenant.read(tenant.config), origin):
         raise Forbidden("this site is not allowed to use this widget key")
     # Bad input is refused here, with a JSON error and a 4xx status, before any stream starts.
     body.question = check_question(body.question, state.settings.max_question_chars)
@@ -122,15 +122,12 @@ async def feedback(request: Request) -> Response:
     origin = request.headers.get("origin")
     body = await read_json(request, FeedbackRequest, 8_000)
     tenant = await anyio.to_thread.run_sync(resolve_tenant, request, body.key)
-    if not await anyio.to_thread.run_sync(allowed_origin, tenant, origin):
+    if not allowed_origin(await tenant.read(tenant.config), origin):
         raise Forbidden("this site is not allowed to use this widget key")
     state.ratelimits.check(tenant.id, client_ip(request))
 
-    def write() -> None:
-        with tenant.write() as conn:
-            conversations.set_feedback(conn, body.message_id, 1 if body.rating == "up" else -1, body.conversation_id)
-
-    await anyio.to_thread.run_sync(write)
+    rating = 1 if body.rating == "up" else -1
+    await tenant.write(lambda conn: conversations.set_feedback(conn, body.message_id, rating, body.conversation_id))
     if body.rating == "down" and getattr(state, "webhooks", None) is not None:
         await state.webhooks.feedback_negative(tenant, body.message_id)  # the feedback.negative webhook
     return Response(content={"ok": True}, headers=cors(origin))
