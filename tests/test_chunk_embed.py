@@ -7,7 +7,7 @@ import pytest
 
 from ingest.chunk import chunk_document, split_sentences
 from ingest.document import Document, Fact, Form, FormField, Section
-from ingest.embed import OnnxMiniLM, make_embedder
+from ingest.embed import MODELS, OnnxMiniLM, make_embedder, register_embedder
 from store.errors import InvalidConfig
 
 
@@ -125,3 +125,24 @@ def test_multilingual_use_is_cross_lingual():
 def test_unknown_model_is_a_config_error():
     with pytest.raises(InvalidConfig, match="unknown embedding model"):
         make_embedder("gpt-embeddings-9000")
+
+
+def test_a_registered_embedder_is_a_model_choice_and_a_taken_name_is_refused():
+    from tests.fakes import FAKE_MODEL, HashWordsEmbedder
+
+    assert {"minilm-l6-v2-int8", "minilm-l6-v2", "use-multilingual-v3", FAKE_MODEL} <= set(MODELS)
+    assert isinstance(make_embedder(FAKE_MODEL), HashWordsEmbedder)
+    with pytest.raises(ValueError, match="already registered"):
+        register_embedder("minilm-l6-v2", lambda *, cache_dir, threads: HashWordsEmbedder())
+
+
+def test_the_fake_embedder_is_deterministic_unit_length_and_follows_shared_words():
+    from tests.fakes import HashWordsEmbedder
+
+    fake = HashWordsEmbedder()
+    texts = ["sourdough bread prices", "Prices of sourdough bread", "brake pads and oil", "  "]
+    vectors = fake.embed(texts)
+    assert vectors.shape == (4, fake.dim) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert all(np.array_equal(fake.embed_query(text), vector) for text, vector in zip(texts, vectors, strict=True))
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.5
+    assert fake.count_tokens(texts) == [3, 4, 4, 0]
