@@ -23,7 +23,11 @@ from urllib.parse import urljoin
 import anyio
 import msgspec
 
-from ingest.crawl import Fetcher, Frontier, fetch_robots, load_sitemaps, normalize_url
+from ingest.crawl.fetch import Fetcher
+from ingest.crawl.frontier import Frontier
+from ingest.crawl.robots import fetch_robots
+from ingest.crawl.sitemaps import load_sitemaps
+from ingest.crawl.urls import normalize_url
 from ingest.embed import Embedder
 from ingest.extract import extract
 from ingest.indexer import PageIndexer

@@ -19,19 +19,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest import crawl
-from ingest.crawl import (
-    Fetcher,
-    FetchResult,
-    Frontier,
-    UrlPolicy,
-    address_block_reason,
-    fetch_robots,
-    load_sitemaps,
-    normalize_url,
-    parse_robots,
-    parse_sitemap,
-)
+from ingest.crawl import netguard, urls
+from ingest.crawl.fetch import MAX_REDIRECTS, Fetcher, FetchResult
+from ingest.crawl.frontier import Frontier
+from ingest.crawl.netguard import address_block_reason
+from ingest.crawl.robots import fetch_robots, parse_robots
+from ingest.crawl.sitemaps import load_sitemaps, parse_sitemap
+from ingest.crawl.urls import UrlPolicy, normalize_url, remove_dot_segments
 from store.config import CrawlSettings
 from store.errors import FetchError
 from tests.sitesrv import Fault, SiteServer, serve_site
@@ -200,6 +194,46 @@ def test_normalize_url_is_idempotent(scheme, host, port, segments, pairs, traili
     assert once is not None
     assert normalize_url(once) == once
     assert "#" not in once and "utm_" not in once
+
+
+# RFC 3986 section 5.2.4's two worked examples, then the resolved paths of section 5.4's normal
+# and abnormal examples (base path /b/c/d;p, merged per section 5.2.3).
+RFC3986_DOT_SEGMENTS = [
+    ("/a/b/c/./../../g", "/a/g"),
+    ("mid/content=5/../6", "mid/6"),
+    ("/b/c/./g", "/b/c/g"),
+    ("/b/c/.", "/b/c/"),
+    ("/b/c/./", "/b/c/"),
+    ("/b/c/..", "/b/"),
+    ("/b/c/../", "/b/"),
+    ("/b/c/../g", "/b/g"),
+    ("/b/c/../..", "/"),
+    ("/b/c/../../", "/"),
+    ("/b/c/../../g", "/g"),
+    ("/b/c/../../../g", "/g"),
+    ("/b/c/../../../../g", "/g"),
+    ("/./g", "/g"),
+    ("/../g", "/g"),
+    ("/b/c/g.", "/b/c/g."),
+    ("/b/c/.g", "/b/c/.g"),
+    ("/b/c/g..", "/b/c/g.."),
+    ("/b/c/..g", "/b/c/..g"),
+    ("/b/c/./../g", "/b/g"),
+    ("/b/c/./g/.", "/b/c/g/"),
+    ("/b/c/g/./h", "/b/c/g/h"),
+    ("/b/c/g/../h", "/b/c/h"),
+    ("/b/c/g;x=1/./y", "/b/c/g;x=1/y"),
+    ("/b/c/g;x=1/../y", "/b/c/y"),
+    ("", ""),
+    ("/", "/"),
+    ("../a", "a"),
+    (".", ""),
+]
+
+
+@pytest.mark.parametrize(("path", "expected"), RFC3986_DOT_SEGMENTS)
+def test_remove_dot_segments_follows_rfc_3986(path: str, expected: str) -> None:
+    assert remove_dot_segments(path) == expected
 
 
 # -- URL policy -------------------------------------------------------------------------------
@@ -593,7 +627,7 @@ def test_too_many_redirects(bare: SiteServer) -> None:
         bare.faults[f"/r{hop}"] = Fault(redirect=f"/r{hop + 1}", status=307)
     assert fetch_error(bare, "/r0").reason == "too_many_redirects"
     bare.wait_idle()
-    assert len(bare.hits()) == crawl.MAX_REDIRECTS + 1
+    assert len(bare.hits()) == MAX_REDIRECTS + 1
 
 
 def test_redirect_off_the_site_is_refused(bare: SiteServer) -> None:
@@ -646,9 +680,9 @@ def test_each_redirect_hop_passes_the_address_guard(
 ) -> None:
     """A public site redirecting into the private network. The test server is on 127.0.0.1,
     so this test (only) counts exactly 127.0.0.1 as public to play the public site."""
-    real_check = crawl.address_block_reason
+    real_check = netguard.address_block_reason
     monkeypatch.setattr(
-        crawl,
+        netguard,
         "address_block_reason",
         lambda address, allow_private=False: (
             None if address == "127.0.0.1" else real_check(address, allow_private)
@@ -681,7 +715,7 @@ def test_fetcher_connects_to_the_address_it_vetted(
     async def resolve(host: str, port: int) -> list[str]:
         return answers[host]
 
-    monkeypatch.setattr(crawl, "_resolve", resolve)
+    monkeypatch.setattr(netguard, "_resolve", resolve)
     bare.files["/"] = b"<html>hello</html>"
     site = f"http://rebind.test:{bare.port}"
     assert fetch_from_site(site, "/", settings_for()).body == b"<html>hello</html>"
@@ -691,6 +725,23 @@ def test_fetcher_connects_to_the_address_it_vetted(
     with pytest.raises(FetchError) as caught:
         fetch_from_site(site, "/", settings_for(allow_private_network=False))
     assert caught.value.reason == "blocked_private_address"
+
+
+def test_a_transient_dns_failure_is_retried_then_raised_as_a_plain_fetch_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The resolver's "try again later" is retried; the package's retry signal never leaves it."""
+    asked: list[str] = []
+
+    async def resolve(host: str, port: int) -> list[str]:
+        asked.append(host)
+        raise netguard._TransientFetchError(f"cannot resolve {host}", reason="dns_error")
+
+    monkeypatch.setattr(netguard, "_resolve", resolve)
+    with pytest.raises(FetchError) as caught:
+        fetch_from_site("http://flaky.test", "/", settings_for(retries=2))
+    assert type(caught.value) is FetchError and caught.value.reason == "dns_error"
+    assert asked == ["flaky.test", "flaky.test"]
 
 
 def test_slow_loris_is_cut_off_by_the_deadline(pypug: SiteServer) -> None:
@@ -1082,5 +1133,5 @@ def test_calendar_trap_is_stopped(bare: SiteServer) -> None:
     )
     dates = [dt.date.fromisoformat(parse_qs(urlsplit(url).query)["date"][0]) for url in results]
     assert frontier.rejected["calendar_trap"] > 0 and frontier.rejected["max_depth"] > 0
-    assert max(dates) <= TODAY + dt.timedelta(days=crawl.TRAP_FUTURE_DAYS)
+    assert max(dates) <= TODAY + dt.timedelta(days=urls.TRAP_FUTURE_DAYS)
     assert len(results) < 200
