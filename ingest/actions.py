@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import re
 from typing import Any, Protocol
-from urllib.parse import urljoin, urlsplit
 
 from selectolax.lexbor import LexborNode
 
+from ingest.crawl.urls import http_url
 from ingest.document import Action, Form, FormField
+from ingest.text import collapse_whitespace
 
 MAX_FORMS = 50
 MAX_FIELDS = 100
@@ -41,24 +42,10 @@ class _Queryable(Protocol):
 # ---------------------------------------------------------------------------------------------
 
 
-def collapse(text: str) -> str:
-    return " ".join(text.split())
-
-
 def css_string(value: str) -> str:
     """``value`` as a double-quoted CSS string literal."""
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\a ")
     return f'"{escaped}"'
-
-
-def http_url(href: str, base_url: str) -> str:
-    """``href`` resolved against ``base_url`` if it is an http(s) URL, else ""."""
-    try:
-        resolved = urljoin(base_url, href.strip())
-        scheme = urlsplit(resolved).scheme
-    except ValueError:
-        return ""
-    return resolved if scheme in ("http", "https") else ""
 
 
 def humanise_name(name: str) -> str:
@@ -90,7 +77,7 @@ def _node_text(node: LexborNode) -> str:
         if current.tag == "img" and current.attributes.get("alt"):
             pieces.append(" " + (current.attributes.get("alt") or "") + " ")
         stack.extend(reversed(list(current.iter(include_text=True))))
-    return collapse("".join(pieces))[:MAX_LABEL_CHARS]
+    return collapse_whitespace("".join(pieces))[:MAX_LABEL_CHARS]
 
 
 def _text_by_ids(tree: _Queryable, ids: str) -> str:
@@ -99,7 +86,7 @@ def _text_by_ids(tree: _Queryable, ids: str) -> str:
         target = tree.css_first(f"[id={css_string(element_id)}]")
         if target is not None:
             texts.append(_node_text(target))
-    return collapse(" ".join(texts))
+    return collapse_whitespace(" ".join(texts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +125,7 @@ def _control_label(
         _attr(control, "title"),
     )
     for candidate in candidates:
-        text = collapse(candidate)
+        text = collapse_whitespace(candidate)
         if text:
             return text[:MAX_LABEL_CHARS]
     return ""
@@ -159,7 +146,7 @@ def _is_required(control: LexborNode) -> bool:
 def _select_options(select: LexborNode) -> tuple[str, ...]:
     options = []
     for index, option in enumerate(select.css("option")):
-        text = collapse(option.text()) or _attr(option, "value")
+        text = collapse_whitespace(option.text()) or _attr(option, "value")
         # A first option without a value is the "Choose…" prompt, not a choice.
         is_prompt = index == 0 and option.attributes.get("value") == ""
         if text and not is_prompt:
@@ -240,7 +227,7 @@ def _form_name(form: LexborNode, tree: _Queryable) -> str:
         _attr(form, "title"),
     ):
         if candidate:
-            return collapse(candidate)[:MAX_LABEL_CHARS]
+            return collapse_whitespace(candidate)[:MAX_LABEL_CHARS]
     return ""
 
 
@@ -274,7 +261,7 @@ def extract_forms(tree: _Queryable, url: str) -> list[Form]:
         action_attr = _attr(form, "action")
         forms.append(
             Form(
-                action=http_url(action_attr, url) if action_attr else url,
+                action=http_url(action_attr, url, keep_fragment=True) if action_attr else url,
                 method=(_attr(form, "method") or "get").lower(),
                 name=_form_name(form, tree),
                 fields=fields,
@@ -345,7 +332,7 @@ def _action_label(element: LexborNode) -> str:
         _attr(element, "value"),
     ):
         if candidate:
-            return collapse(candidate)[:MAX_LABEL_CHARS]
+            return collapse_whitespace(candidate)[:MAX_LABEL_CHARS]
     return ""
 
 
@@ -375,7 +362,7 @@ def extract_actions(tree: _Queryable, url: str) -> list[Action]:
                 name=name[:MAX_LABEL_CHARS],
                 label=_action_label(element),
                 selector=selector,
-                url=http_url(href, url) if href else "",
+                url=http_url(href, url, keep_fragment=True) if href else "",
                 source="data-action",
                 params=_data_params(element),
             )
@@ -391,7 +378,7 @@ def extract_actions(tree: _Queryable, url: str) -> list[Action]:
 
 
 def _bounded_str(value: Any, limit: int) -> str:
-    return collapse(value)[:limit] if isinstance(value, str) else ""
+    return collapse_whitespace(value)[:limit] if isinstance(value, str) else ""
 
 
 def _manifest_action(entry: Any, base_url: str) -> Action | None:
@@ -408,7 +395,9 @@ def _manifest_action(entry: Any, base_url: str) -> Action | None:
         name=name,
         label=_bounded_str(entry.get("label"), MAX_LABEL_CHARS),
         selector=entry["selector"][:500] if isinstance(entry.get("selector"), str) else "",
-        url=http_url(raw_url, base_url) if isinstance(raw_url, str) and raw_url.strip() else "",
+        url=http_url(raw_url, base_url, keep_fragment=True)
+        if isinstance(raw_url, str) and raw_url.strip()
+        else "",
         source="manifest",
         params=params,
         description=_bounded_str(entry.get("description"), MAX_DESCRIPTION_CHARS),

@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest.charset import decode_html
+from ingest.crawl.urls import LinkResolver, http_url
 from ingest.document import Section
-from ingest.extract import LinkResolver, decode_html, extract, http_url, nesting_exceeds
+from ingest.extract import extract, nesting_exceeds
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 PYPUG = FIXTURES / "sites" / "pypug"
@@ -662,3 +664,62 @@ def test_random_markup_never_raises(html):
 def test_fast_link_resolution_agrees_with_urljoin(base, href):
     expected = "" if not href.strip() or href.strip().startswith("#") else http_url(href, base)
     assert LinkResolver(base).resolve(href) == expected
+
+
+# RFC 3986 section 5.4: every normal and abnormal example with an http(s) result, resolved
+# against the RFC's base; fragments are dropped and in-page or empty references give "".
+RFC3986_BASE = "http://a/b/c/d;p?q"
+RFC3986_REFERENCES = [
+    ("g", "http://a/b/c/g"),
+    ("./g", "http://a/b/c/g"),
+    ("g/", "http://a/b/c/g/"),
+    ("/g", "http://a/g"),
+    ("//g", "http://g"),
+    ("?y", "http://a/b/c/d;p?y"),
+    ("g?y", "http://a/b/c/g?y"),
+    ("#s", ""),
+    ("g#s", "http://a/b/c/g"),
+    ("g?y#s", "http://a/b/c/g?y"),
+    (";x", "http://a/b/c/;x"),
+    ("g;x", "http://a/b/c/g;x"),
+    ("g;x?y#s", "http://a/b/c/g;x?y"),
+    ("", ""),
+    (".", "http://a/b/c/"),
+    ("./", "http://a/b/c/"),
+    ("..", "http://a/b/"),
+    ("../", "http://a/b/"),
+    ("../g", "http://a/b/g"),
+    ("../..", "http://a/"),
+    ("../../", "http://a/"),
+    ("../../g", "http://a/g"),
+    ("../../../g", "http://a/g"),
+    ("../../../../g", "http://a/g"),
+    ("/./g", "http://a/g"),
+    ("/../g", "http://a/g"),
+    ("g.", "http://a/b/c/g."),
+    (".g", "http://a/b/c/.g"),
+    ("g..", "http://a/b/c/g.."),
+    ("..g", "http://a/b/c/..g"),
+    ("./../g", "http://a/b/g"),
+    ("./g/.", "http://a/b/c/g/"),
+    ("g/./h", "http://a/b/c/g/h"),
+    ("g/../h", "http://a/b/c/h"),
+    ("g;x=1/./y", "http://a/b/c/g;x=1/y"),
+    ("g;x=1/../y", "http://a/b/c/y"),
+    ("g?y/./x", "http://a/b/c/g?y/./x"),
+    ("g?y/../x", "http://a/b/c/g?y/../x"),
+    ("g#s/./x", "http://a/b/c/g"),
+    ("g#s/../x", "http://a/b/c/g"),
+]
+
+
+@pytest.mark.parametrize(("href", "expected"), RFC3986_REFERENCES)
+def test_link_resolution_follows_rfc_3986_examples(href, expected):
+    assert LinkResolver(RFC3986_BASE).resolve(href) == expected
+
+
+def test_http_url_drops_the_fragment_unless_asked_to_keep_it():
+    base = "https://x.example/a/"
+    assert http_url("page#top", base) == "https://x.example/a/page"
+    assert http_url("page#top", base, keep_fragment=True) == "https://x.example/a/page#top"
+    assert http_url("mailto:someone@x.example", base, keep_fragment=True) == ""

@@ -1,0 +1,350 @@
+"""Main-content finding: the element that holds the page's own content, the boilerplate removed
+from it (navigation, sidebars, footers, hidden and cookie-banner elements), and its text cut into
+heading-scoped Sections (lists, tables, code blocks, definition lists and image alt text kept).
+"""
+
+from __future__ import annotations
+
+import re
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from ingest.document import Section
+from ingest.text import collapse_whitespace
+
+# Content-management fallbacks, tried only when a page has no <main>, role=main or <article>.
+_CONTENT_FALLBACKS = (
+    "#main-content, #content, #main, .main-content, .post-content, .entry-content,"
+    " .article-body, div.body, div.document"
+)
+
+
+def has_ancestor(node: LexborNode, tags: tuple[str, ...], stop: LexborNode | None = None) -> bool:
+    """Whether an ancestor of ``node`` is one of ``tags``, looking no higher than ``stop``."""
+    parent = node.parent
+    while parent is not None:
+        if parent.tag in tags:
+            return True
+        if stop is not None and parent.mem_id == stop.mem_id:
+            return False
+        parent = parent.parent
+    return False
+
+
+def find_main(tree: LexborHTMLParser) -> LexborNode | None:
+    """The element that holds the page's own content.
+
+    ``<main>`` / ``role=main`` first (sidebars that themes put inside it are removed later as
+    nav/aside); else the page's only ``<article>``; else a common content container; else
+    ``<body>``.
+    """
+    body = tree.body or tree.root
+    landmark = tree.css_first('main, [role="main"]')
+    if landmark is not None:
+        return landmark
+    if body is None:
+        return None
+    articles = body.css("article")
+    if len(articles) == 1:
+        return articles[0]
+    fallback = body.css_first(_CONTENT_FALLBACKS)
+    return fallback if fallback is not None else body
+
+
+_ALWAYS_DROPPED = ", ".join(
+    (
+        "script, style, noscript, template, svg, math, iframe, object, embed, canvas, nav",
+        "footer, button, select, textarea, input, dialog, link, meta",
+        '[aria-hidden="true"], [hidden], [role="banner"], [role="navigation"]',
+        '[role="contentinfo"], [role="complementary"], [role="search"], [role="dialog"]',
+        '[role="alertdialog"], [role="menu"], [role="menubar"], [role="toolbar"]',
+        '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]',
+        ".headerlink, .visually-hidden, .sr-only, .screen-reader-text, .skip-link",
+        ".linenos, .lineno, .linenodiv, .copybutton, .md-clipboard",
+        '#onetrust-consent-sdk, #CybotCookiebotDialog, .cc-window, [id*="cookie-banner" i]',
+        '[class*="cookie-banner" i], [id*="cookie-consent" i], [class*="cookie-consent" i]',
+        '[id*="cookie-notice" i], [class*="cookie-notice" i]',
+    )
+)
+
+
+# Cookie banners are matched by their id or class only: a selector as loose as
+# [aria-label*=cookie] also matches <article aria-label="Rocky Road Cookies">.
+def strip_boilerplate(main: LexborNode) -> None:
+    """Remove non-content elements inside ``main``, in place.
+
+    <header> and <aside> are page furniture only at page level: inside an article or section
+    they hold the article's own title or notes (Sphinx renders footnotes as <aside>), so they
+    stay there. A ``hidden`` tab panel is real content behind a tab, and stays too.
+    """
+    doomed = [
+        node
+        for node in main.css(_ALWAYS_DROPPED)  # note: css() can match ``main`` itself
+        if node.mem_id != main.mem_id
+        and not (node.attributes.get("role") == "tabpanel" and "hidden" in node.attributes)
+    ]
+    for node in main.css("header, aside"):
+        if node.mem_id == main.mem_id:
+            continue
+        sectioning = (
+            ("article", "section") if node.tag == "aside" else ("article", "section", "main")
+        )
+        if not (main.tag in sectioning or has_ancestor(node, sectioning, stop=main)):
+            doomed.append(node)
+    # Children before ancestors (reverse document order), so no node is freed twice.
+    doomed_ids = {node.mem_id for node in doomed}
+    in_document_order = [node for node in main.traverse() if node.mem_id in doomed_ids]
+    for node in reversed(in_document_order):
+        node.decompose()
+
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCKS = {
+    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
+    "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header",
+    "hgroup", "legend", "main", "p", "section", "summary", "tbody", "td", "tfoot", "th",
+    "thead", "tr", "li", "ul", "ol", "menu", "table", "html",
+}  # fmt: skip
+_LISTS = {"ul", "ol", "menu"}
+_ENTER, _EXIT = 0, 1
+# What enter() asks of the walk: skip the children, walk them, or walk them and call leave().
+_SKIP, _DESCEND, _DESCEND_AND_LEAVE = 0, 1, 2
+# Marks a <br> inside collected inline text (NUL never survives decoding, so it is free).
+_LINE_BREAK = "\x00"
+_MAX_BLOCK_CHARS = 1200
+_PERMALINK_CHARS = "¶§#🔗"
+_JUNK_BLOCK = re.compile(
+    r"^(?:skip to (?:main )?content|skip to navigation|back to top|table of contents|contents"
+    r"|toggle navigation|edit this page|view this page|copy(?: to clipboard)?|print)$",
+    re.IGNORECASE,
+)
+_FILENAME_ALT = re.compile(r"^[\w-]+\.(?:png|jpe?g|gif|svg|webp|avif)$", re.IGNORECASE)
+
+
+def flat_text(node: LexborNode) -> str:
+    """Text of a subtree on one line, with a space wherever a block element breaks it."""
+    pieces: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        tag = current.tag
+        if tag == "-text":
+            pieces.append(current.text_content or "")
+            continue
+        if tag == "-comment":
+            continue
+        if tag in _BLOCKS or tag == "br":
+            pieces.append(" ")
+        elif tag == "img":
+            pieces.append(current.attributes.get("alt") or "")
+        stack.extend(reversed(list(current.iter(include_text=True))))
+    return collapse_whitespace("".join(pieces))
+
+
+def heading_text(node: LexborNode) -> str:
+    return flat_text(node).strip(_PERMALINK_CHARS + " ")
+
+
+def _split_lines(lines: list[str], header: str = "") -> list[str]:
+    """Consecutive lines grouped into blocks of at most _MAX_BLOCK_CHARS, each starting with
+    ``header`` (a table's header row) when given."""
+    blocks: list[str] = []
+    current: list[str] = [header] if header else []
+    size = len(header)
+    for line in lines:
+        if size + len(line) > _MAX_BLOCK_CHARS and len(current) > (1 if header else 0):
+            blocks.append("\n".join(current))
+            current, size = ([header] if header else []), len(header)
+        current.append(line)
+        size += len(line) + 1
+    if len(current) > (1 if header else 0):
+        blocks.append("\n".join(current))
+    return blocks
+
+
+def _is_layout_table(table: LexborNode) -> bool:
+    """A table used for page layout: it holds headings or other tables."""
+    # selectolax's css() on a node matches the node itself too, hence the identity check.
+    return any(n.mem_id != table.mem_id for n in table.css("table, h1, h2, h3, h4, h5, h6"))
+
+
+def table_blocks(table: LexborNode) -> list[str]:
+    """A data table as text rows ("cell | cell"), the header row repeated in each block."""
+    rows: list[str] = []
+    header = ""
+    for index, row in enumerate(table.css("tr")):
+        cells = [flat_text(cell) for cell in row.iter() if cell.tag in ("td", "th")]
+        if not any(cells):
+            continue
+        line = " | ".join(cells)
+        is_header = index == 0 and all(
+            cell.tag == "th" for cell in row.iter() if cell.tag in ("td", "th")
+        )
+        if is_header and not header:
+            header = line
+        else:
+            rows.append(line)
+    caption = table.css_first("caption")
+    blocks = _split_lines(rows, header) if rows else ([header] if header else [])
+    if caption is not None and flat_text(caption):
+        blocks.insert(0, "Table: " + flat_text(caption))
+    return blocks
+
+
+def pre_text(node: LexborNode) -> str:
+    lines = [line.rstrip() for line in (node.text() or "").replace("\r", "").split("\n")]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+class _SectionBuilder:
+    """Walks the main content once, in document order, and cuts it into Sections at headings."""
+
+    def __init__(self, lead_path: tuple[str, ...]) -> None:
+        self.sections: list[Section] = []
+        self.headings: list[tuple[int, str]] = []
+        self.path = lead_path
+        self.blocks: list[str] = []
+        self.inline: list[str] = []
+        self.images: list[str] = []
+        self.lists: list[list[int]] = []  # per open list: [is_ordered, items so far]
+        self.list_lines: list[str] = []
+        self.prefix = ""
+        self.glue_next = False
+
+    # -- output -------------------------------------------------------------------------------
+
+    def add_block(self, text: str) -> None:
+        text = text.replace("¶", "").strip("\n")
+        if not text.strip() or _JUNK_BLOCK.match(text.strip()):
+            return
+        if self.lists:
+            indent = "  " * len(self.lists)
+            self.list_lines.append((self.prefix or indent) + text)
+            self.prefix = ""
+            return
+        if self.glue_next and self.blocks:
+            self.blocks[-1] += "\n" + text
+        else:
+            self.blocks.append(text)
+        self.glue_next = False
+
+    def flush(self) -> None:
+        if self.inline:
+            lines = (collapse_whitespace(line) for line in "".join(self.inline).split(_LINE_BREAK))
+            self.inline = []
+            self.add_block("\n".join(line for line in lines if line))
+        if self.images:
+            images, self.images = self.images, []
+            for alt in images:
+                self.add_block(f"Image: {alt}")
+
+    def end_section(self) -> None:
+        self.flush()
+        if self.blocks:
+            self.sections.append(Section(heading_path=self.path, text="\n\n".join(self.blocks)))
+        self.blocks = []
+        self.glue_next = False
+
+    def start_heading(self, level: int, text: str) -> None:
+        self.end_section()
+        while self.headings and self.headings[-1][0] >= level:
+            self.headings.pop()
+        self.headings.append((level, text))
+        self.path = tuple(t for _, t in self.headings)
+
+    # -- walking ------------------------------------------------------------------------------
+
+    def walk(self, root: LexborNode) -> list[Section]:
+        stack: list[tuple[int, LexborNode]] = [(_ENTER, root)]
+        while stack:
+            step, node = stack.pop()
+            if step == _EXIT:
+                self.leave(node)
+                continue
+            action = self.enter(node)
+            if action == _SKIP:
+                continue
+            if action == _DESCEND_AND_LEAVE:
+                stack.append((_EXIT, node))
+            children = list(node.iter(include_text=True))
+            stack.extend((_ENTER, child) for child in reversed(children))
+        self.end_section()
+        return self.sections
+
+    def enter(self, node: LexborNode) -> int:
+        """Handle an element on the way in; say whether to walk its children."""
+        tag = node.tag
+        if tag == "-text":
+            self.inline.append(node.text_content or "")
+            return _SKIP
+        if tag in _HEADINGS:
+            text = heading_text(node)
+            if text:
+                self.start_heading(_HEADINGS[tag], text)
+            return _SKIP
+        if tag == "pre":
+            self.flush()
+            self.add_block(pre_text(node))
+            return _SKIP
+        if tag == "table" and not _is_layout_table(node):
+            self.flush()
+            for block in table_blocks(node):
+                self.add_block(block)
+            return _SKIP
+        if tag == "br":
+            self.inline.append(_LINE_BREAK)
+            return _SKIP
+        if tag == "img":
+            alt = collapse_whitespace(node.attributes.get("alt") or "")
+            if alt and not _FILENAME_ALT.match(alt) and alt not in self.images:
+                self.images.append(alt)
+            return _SKIP
+        if tag == "hr":
+            self.flush()
+            return _SKIP
+        if tag in _LISTS:
+            self.flush()
+            start = node.attributes.get("start") or ""
+            self.lists.append([tag == "ol", int(start) - 1 if start.isdigit() else 0])
+            return _DESCEND_AND_LEAVE
+        if tag == "li":
+            self.flush()
+            self.prefix = self._list_marker()
+            return _DESCEND_AND_LEAVE
+        if tag in _BLOCKS:
+            self.flush()
+            return _DESCEND_AND_LEAVE
+        return _SKIP if tag in ("-comment", None) else _DESCEND
+
+    def leave(self, node: LexborNode) -> None:
+        tag = node.tag
+        self.flush()
+        if tag == "dt" and not self.lists and self.blocks:
+            # A term and its definition belong together: "Term:\nDefinition".
+            if not self.blocks[-1].endswith((":", "?", ".")):
+                self.blocks[-1] += ":"
+            self.glue_next = True
+        elif tag in _LISTS and self.lists:
+            self.lists.pop()
+            if not self.lists:
+                lines, self.list_lines = self.list_lines, []
+                for block in _split_lines(lines):
+                    self.add_block(block)
+        elif tag == "li":
+            self.prefix = ""
+
+    def _list_marker(self) -> str:
+        current = self.lists[-1] if self.lists else [False, 0]
+        indent = "  " * (len(self.lists) - 1)
+        if current[0]:
+            current[1] += 1
+            return f"{indent}{current[1]}. "
+        return f"{indent}- "
+
+
+def main_sections(main: LexborNode, title: str) -> list[Section]:
+    return _SectionBuilder((title,) if title else ()).walk(main)
