@@ -315,6 +315,13 @@ Disallow: /also-secret
 Crawl-delay: 2.5
 """
 EMPTY_DISALLOW = "User-agent: *\nDisallow:\n"
+# RFC 9309 section 2.2.3: a pattern names a literal "*" or "$" percent-encoded.
+LITERAL_SPECIALS = """\
+User-agent: *
+Disallow: /path/file-with-a-%2A.html
+Disallow: /path/foo-%24
+Disallow: /price$5
+"""
 PYPUG_ROBOTS = (PYPUG / "robots.txt").read_text()
 
 ROBOTS_CASES = [
@@ -343,6 +350,10 @@ ROBOTS_CASES = [
     (AGENTS, UA, "/before-any-group", True),
     (AGENTS, "SomeOtherBot/1.0", "/page", False),  # others fall back to "*"
     (EMPTY_DISALLOW, UA, "/anything", True),
+    (LITERAL_SPECIALS, UA, "/path/file-with-a-*.html", False),
+    (LITERAL_SPECIALS, UA, "/path/file-with-a-x.html", True),  # %2A is no wildcard
+    (LITERAL_SPECIALS, UA, "/path/foo-$", False),
+    (LITERAL_SPECIALS, UA, "/price$5", False),  # a "$" before the end is a dollar sign
     (PYPUG_ROBOTS, UA, "/_sources/index.rst.txt", False),
     (PYPUG_ROBOTS, UA, "/_sources", True),
     (PYPUG_ROBOTS, UA, "/guides/", True),

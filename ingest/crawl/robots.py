@@ -78,9 +78,9 @@ class RobotsRules:
             return None
         if self.unavailable:
             return "robots_unavailable"
-        target = _canonical_robots_path(parts.path or "/")
+        target = _robots_target(parts.path or "/")
         if parts.query:
-            target += "?" + _canonical_robots_path(parts.query)
+            target += "?" + _robots_target(parts.query)
         for pattern, allow in self._rules:
             if pattern.match(target):
                 return None if allow else "robots_disallowed"
@@ -148,11 +148,19 @@ def _canonical_robots_path(text: str) -> str:
     return normalize_escapes(text, _ROBOTS_UNSAFE)
 
 
+def _robots_target(text: str) -> str:
+    """A URL's path or query spelled as patterns spell it. Bare ``*`` and ``$`` are pattern syntax,
+    so a pattern names the characters themselves as ``%2A`` and ``%24`` (RFC 9309 section 2.2.3).
+    """
+    return _canonical_robots_path(text).replace("*", "%2A").replace("$", "%24")
+
+
 def _compile_robots_pattern(pattern: str) -> re.Pattern[str]:
-    """``*`` matches any run of characters; a final ``$`` anchors the end."""
+    """``*`` matches any run of characters; a final ``$`` anchors the end; any other ``$`` is a
+    dollar sign (spelled ``%24``, as ``_robots_target`` spells the URL's)."""
     anchored = pattern.endswith("$")
     body = pattern[:-1] if anchored else pattern
-    regex = ".*".join(re.escape(piece) for piece in body.split("*"))
+    regex = ".*".join(re.escape(piece.replace("$", "%24")) for piece in body.split("*"))
     return re.compile(regex + (r"\Z" if anchored else ""), re.DOTALL)
 
 
