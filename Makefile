@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: setup system run test lint bench clean
+.PHONY: setup system assets run test lint bench clean
 
 setup: $(VENV)/.installed
 
@@ -16,11 +16,15 @@ $(VENV)/.installed: pyproject.toml
 system:
 	bash scripts/install-system-deps.sh
 
+# npm packages the browser tests inject into pages (axe-core), in tests/.assets; skipped when there.
+assets:
+	bash scripts/install-test-assets.sh
+
 run: setup
 	$(VENV)/bin/frontdesk quickstart
 
 # pytest exits 5 when it collects nothing; that is not a failure of the suite itself.
-test: setup system
+test: setup system assets
 	$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 lint: setup

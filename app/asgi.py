@@ -17,7 +17,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from app import webhooks
+from app import console, webhooks
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
 from app.metrics import Metrics
@@ -103,7 +103,8 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
                 await anyio.to_thread.run_sync(state.ctx.close)
 
     return Litestar(
-        route_handlers=[*widget.ROUTES, *ops.ROUTES, *admin.ROUTES, *a2a.ROUTES, *webhooks.ROUTES],
+        route_handlers=[*widget.ROUTES, *ops.ROUTES, *admin.ROUTES, *a2a.ROUTES, *webhooks.ROUTES, *console.ROUTES],
+        template_config=console.template_config(),
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         middleware=[_request_log_middleware],

@@ -106,7 +106,8 @@ def summary(conn: apsw.Connection, days: int = 30, now: float | None = None) -> 
     )
 
 
-def top_questions(conn: apsw.Connection, days: int = 30, limit: int = 10, now: float | None = None) -> list[TopQuestion]:
+def top_questions(conn: apsw.Connection, days: int = 30, limit: int = 10,
+                  now: float | None = None) -> list[TopQuestion]:
     """The most asked questions (case and surrounding space ignored), most asked first."""
     rows = conn.execute(
         "SELECT min(question), count(*), sum(answered), max(created_at) FROM messages WHERE created_at >= ? "
@@ -119,7 +120,8 @@ def missing_pages(conn: apsw.Connection, limit: int = 500) -> list[MissingPage]:
     """Sitemap URLs that are not an indexed page, each with the reason the crawler recorded."""
     rows = conn.execute(
         "SELECT s.url, p.status, p.gone_reason, p.http_status, "
-        "(SELECT p2.url FROM pages p2 WHERE p2.fetched_url = s.url AND p2.status = 'active' AND p2.url != s.url LIMIT 1), "
+        "(SELECT p2.url FROM pages p2 "
+        " WHERE p2.fetched_url = s.url AND p2.status = 'active' AND p2.url != s.url LIMIT 1), "
         "(SELECT e.reason || char(31) || e.message FROM crawl_errors e WHERE e.url = s.url ORDER BY e.id DESC LIMIT 1) "
         "FROM sitemap_urls s LEFT JOIN pages p ON p.url = s.url "
         "WHERE p.id IS NULL OR p.status != 'active' ORDER BY s.url LIMIT ?", (limit,)).fetchall()

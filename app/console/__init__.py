@@ -1,0 +1,7 @@
+"""The site owner's console at /console: server-rendered pages (Jinja templates through Litestar),
+a session cookie signed in with the server or a tenant admin token, CSRF tokens on every form and a
+strict Content-Security-Policy. `ROUTES` and `template_config()` are what the app factory mounts."""
+
+from app.console.routes import ROUTES, template_config
+
+__all__ = ["ROUTES", "template_config"]
