@@ -427,3 +427,15 @@ def test_the_session_cookie_is_httponly_samesite_expiring_and_holds_no_token(env
         assert page.headers["x-frame-options"] == "DENY"
         assert not re.search(r"<script(?![^>]*\bsrc=)", page.text), path
         assert not re.search(r"\sstyle=|\son[a-z]+=", page.text), path
+
+
+def test_repeated_wrong_tokens_pause_sign_in(env):
+    """Runs last in this module: it leaves 127.0.0.1 paused for five minutes."""
+    client = client_for(env)
+    csrf = re.search(r'name="_csrf" value="([^"]+)"', client.get("/console/login").text).group(1)
+    for attempt in range(10):
+        wrong = client.post("/console/login", data={"_csrf": csrf, "token": f"fdt_wrong{attempt}"})
+        assert wrong.status_code == 401 and "Traceback" not in wrong.text
+    paused = client.post("/console/login", data={"_csrf": csrf, "token": ADMIN})
+    assert paused.status_code == 429 and int(paused.headers["retry-after"]) > 0
+    assert "too many wrong tokens" in paused.text and "fd_console=" not in paused.headers.get("set-cookie", "")
