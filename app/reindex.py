@@ -8,9 +8,10 @@ from collections.abc import Callable
 import msgspec
 
 from app.context import Context
+from ingest.chunk import embedding_text
 from ingest.embed import MODELS
 from store.errors import InvalidConfig
-from store.migrations import read_meta, set_meta
+from store.migrations import create_chunk_vec, read_meta, set_meta
 
 
 class ReindexSummary(msgspec.Struct, kw_only=True):
@@ -25,22 +26,6 @@ class ReindexSummary(msgspec.Struct, kw_only=True):
 
 
 REINDEX_BATCH = 64
-
-
-def _embedding_text(title: str, heading: str, text: str) -> str:
-    # The text ingestion embedded (ingest.chunk.Chunk.embedding_text): the page title and the
-    # heading path give the passage its context. With the same model a rebuilt vector matches the
-    # original up to int8 activation quantisation, which depends on what shares the batch.
-    context = " > ".join(part for part in (title, heading) if part)
-    return f"{context}\n{text}" if context else text
-
-
-def _create_vector_table(conn, dim: int) -> None:
-    # The same table store/migrations.py creates (m001), at the new model's dimension.
-    conn.execute(
-        f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{int(dim)}] distance_metric=cosine, "
-        "kind text, lang text)"
-    )
 
 
 def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: int = REINDEX_BATCH,
@@ -64,7 +49,11 @@ def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: in
         conn.execute("DELETE FROM reindex_vectors WHERE model != ?", (embedder.fingerprint,))
 
     def stage(conn, rows: list[tuple[int, str, str, str]]) -> None:
-        vectors = embedder.embed([_embedding_text(title, heading, text) for _, title, heading, text in rows])
+        # chunks.heading is the heading path joined with " > " (store/pages.py); split back, it
+        # gives the text ingestion embedded. With the same model a rebuilt vector matches the
+        # original up to int8 activation quantisation, which depends on what shares the batch.
+        vectors = embedder.embed([embedding_text(title, heading.split(" > "), text)
+                                  for _, title, heading, text in rows])
         conn.executemany(
             "INSERT OR REPLACE INTO reindex_vectors(chunk_id, model, embedding) VALUES (?, ?, ?)",
             [(row[0], embedder.fingerprint, vector.tobytes()) for row, vector in zip(rows, vectors, strict=True)],
@@ -94,7 +83,7 @@ def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: in
         if late:
             stage(conn, late)
         conn.execute("DROP TABLE chunk_vec")
-        _create_vector_table(conn, embedder.dim)
+        create_chunk_vec(conn, embedder.dim)
         conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT c.id, r.embedding, c.kind, c.lang "
                      "FROM chunks c JOIN reindex_vectors r ON r.chunk_id = c.id")
         chunks = conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]

@@ -40,9 +40,14 @@ class Chunk(msgspec.Struct, frozen=True):
     kind: str
 
     def embedding_text(self, title: str) -> str:
-        """What the model sees: the text with its page title and heading path for context."""
-        context = " > ".join(p for p in (title, *self.heading_path) if p)
-        return f"{context}\n{self.text}" if context else self.text
+        return embedding_text(title, self.heading_path, self.text)
+
+
+def embedding_text(title: str, heading_path: Sequence[str], text: str) -> str:
+    """What the model sees of a chunk: its text, after its page title and heading path for
+    context. Ingestion and `frontdesk reindex` both embed this, so a rebuilt vector is the same."""
+    context = " > ".join(p for p in (title, *heading_path) if p)
+    return f"{context}\n{text}" if context else text
 
 
 def content_hash(kind: str, text: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -67,6 +68,16 @@ def content_language(doc: Document) -> str:
     return detect_language(sample, default=doc.lang, min_words=15, min_prob=0.97)
 
 
+def chunk_rows(chunks: Sequence[Chunk], vectors: Mapping[str, bytes]) -> list[ChunkRow]:
+    """A page's chunks as store rows, each with its vector by chunk hash (None: the store already
+    holds that text and its vector)."""
+    return [
+        ChunkRow(hash=c.hash, kind=c.kind, lang=c.lang, text=c.text, heading_path=c.heading_path,
+                 position=c.position, uid=c.uid, tokens=c.tokens, vector=vectors.get(c.hash))
+        for c in chunks
+    ]
+
+
 class PageIndexer:
     """Turns Documents into rows of one tenant, embedding each distinct chunk text once."""
 
@@ -77,9 +88,11 @@ class PageIndexer:
         self.clean = clean or CleanSettings()
         self.target_tokens = min(target_tokens, embedder.max_tokens)
 
-    def prepare(self, doc: Document) -> tuple[Document, list[Chunk]]:
+    def prepare(self, doc: Document, *, lang: str | None = None) -> tuple[Document, list[Chunk]]:
+        """The cleaned document and its chunks. The language is read from the text unless the
+        caller knows it (`lang`, e.g. an evaluation corpus: detection costs ~10 ms a page)."""
         doc = clean_document(doc, self.clean)
-        doc.lang = content_language(doc)
+        doc.lang = content_language(doc) if lang is None else lang
         chunks = chunk_document(doc, self.embedder.count_tokens, target_tokens=self.target_tokens)
         return doc, chunks
 
@@ -120,20 +133,7 @@ class PageIndexer:
             http_status=http_status,
             html=html,
             encoding=encoding,
-            chunks=[
-                ChunkRow(
-                    hash=c.hash,
-                    kind=c.kind,
-                    lang=c.lang,
-                    text=c.text,
-                    heading_path=c.heading_path,
-                    position=c.position,
-                    uid=c.uid,
-                    tokens=c.tokens,
-                    vector=vectors.get(c.hash),
-                )
-                for c in chunks
-            ],
+            chunks=chunk_rows(chunks, vectors),
             facts=[msgspec.to_builtins(f) for f in doc.facts],
             forms=[msgspec.to_builtins(f) for f in doc.forms],
             actions=[msgspec.to_builtins(a) for a in doc.actions],

@@ -22,10 +22,20 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
+def create_chunk_vec(conn: apsw.Connection, dim: int) -> None:
+    """The chunks' vectors: a sqlite-vec table (cosine) with kind and lang as metadata columns for
+    filtered kNN, rowid = chunks.id. Made by the first migration, and again at another
+    dimension when `frontdesk reindex` switches a tenant's model."""
+    conn.execute(
+        f"CREATE VIRTUAL TABLE chunk_vec USING vec0(embedding float[{int(dim)}] distance_metric=cosine, "
+        "kind text, lang text)"
+    )
+
+
 @migration
 def m001_initial(conn: apsw.Connection, dim: int) -> None:
     conn.execute(
-        f"""
+        """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
         CREATE TABLE site_config (
@@ -85,13 +95,11 @@ def m001_initial(conn: apsw.Connection, dim: int) -> None:
             PRIMARY KEY (page_id, position)
         ) WITHOUT ROWID;
         CREATE INDEX page_chunks_chunk ON page_chunks(chunk_id);
-
-        CREATE VIRTUAL TABLE chunk_vec USING vec0(
-            embedding float[{int(dim)}] distance_metric=cosine,
-            kind text,
-            lang text
-        );
-
+        """
+    )
+    create_chunk_vec(conn, dim)
+    conn.execute(
+        """
         CREATE VIRTUAL TABLE chunk_fts USING fts5(
             title, heading, text,
             content='chunks', content_rowid='id',
@@ -138,7 +146,7 @@ def m001_initial(conn: apsw.Connection, dim: int) -> None:
             selector TEXT NOT NULL DEFAULT '',
             url TEXT NOT NULL DEFAULT '',
             source TEXT NOT NULL,
-            data TEXT NOT NULL DEFAULT '{{}}'
+            data TEXT NOT NULL DEFAULT '{}'
         );
         CREATE INDEX actions_page ON actions(page_id);
 
@@ -154,7 +162,7 @@ def m001_initial(conn: apsw.Connection, dim: int) -> None:
             started_at REAL NOT NULL,
             finished_at REAL,
             status TEXT NOT NULL DEFAULT 'running',
-            summary TEXT NOT NULL DEFAULT '{{}}'
+            summary TEXT NOT NULL DEFAULT '{}'
         );
 
         CREATE TABLE crawl_errors (

@@ -1,6 +1,7 @@
-"""BEIR datasets: load one, index it through production's cleaner, chunker, embedder and store
-into a cached evaluation tenant (`DATA_DIR/eval-cache/`), run every query, and score documents
-by their best chunk (docs/eval.md has the definitions and the published numbers).
+"""BEIR datasets: load one, index it through production's indexer (cleaner, chunker, rows),
+embedder and store into a cached evaluation tenant (`DATA_DIR/eval-cache/`), run every query,
+and score documents by their best chunk (docs/eval.md has the definitions and the published
+numbers).
 """
 
 from __future__ import annotations
@@ -21,16 +22,17 @@ import numpy as np
 from app.eval.metrics import mrr_at_k, ndcg_at_k, percentiles, recall_at_k, unique
 from ingest import chunk as chunk_module
 from ingest import clean as clean_module
-from ingest.chunk import Chunk, chunk_document
-from ingest.clean import clean_document
+from ingest import indexer as indexer_module
+from ingest.chunk import Chunk
 from ingest.document import Document, Section
 from ingest.embed import Embedder
+from ingest.indexer import PageIndexer, chunk_rows
 from store import migrations as migrations_module
 from store import pages as pages_module
-from store.config import CleanSettings, SiteConfig
+from store.config import SiteConfig
 from store.errors import InvalidInput, StoreError
 from store.migrations import SCHEMA_VERSION, read_meta, set_meta
-from store.pages import ChunkRow, PageWrite, vector_bytes, write_page
+from store.pages import PageWrite, vector_bytes, write_page
 from store.search import (
     DEFAULT_FUSION,
     MAX_QUERY_CHARS,
@@ -158,28 +160,26 @@ def _eval_tenant_id(name: str, model: str) -> str:
     return slug
 
 
-def _chunk_corpus(data: BeirData, embedder: Embedder) -> list[tuple[str, Document, list[Chunk]]]:
-    """Each document as production would see a page: cleaned, then cut by the real chunker."""
-    clean = CleanSettings()
-    target = min(256, embedder.max_tokens)
+def _chunk_corpus(data: BeirData, indexer: PageIndexer) -> list[tuple[str, Document, list[Chunk]]]:
+    """Each document as production would see a page: cleaned, then cut by the real chunker
+    (the corpus is English: no language detection)."""
     out = []
     for doc_id, (title, text) in data.corpus.items():
         url = doc_url(doc_id)
         doc = Document(url=url, canonical_url=url, title=title, lang="en",
                        sections=[Section(heading_path=(), text=text)] if text.strip() else [])
-        doc = clean_document(doc, clean)
-        out.append((doc_id, doc, chunk_document(doc, embedder.count_tokens, target_tokens=target)))
+        out.append((doc_id, *indexer.prepare(doc, lang="en")))
     return out
 
 
 def _corpus_digest(data: BeirData, embedder: Embedder) -> str:
     """What the cached index depends on: the corpus, the model weights, and the code that turns
-    text into rows (cleaner, chunker, page writer and schema sources), so an edit there rebuilds
-    the cache. Cheap:
-    chunking 5k documents to compare chunk hashes would cost more than a minute per run."""
+    text into rows (cleaner, chunker, indexer, page writer and schema sources), so an edit there
+    rebuilds the cache. Cheap: chunking 5k documents to compare chunk hashes would cost more than
+    a minute per run."""
     digest = hashlib.blake2b(digest_size=16)
     digest.update(f"{INDEX_FORMAT}\n{SCHEMA_VERSION}\n{embedder.fingerprint}\n{embedder.max_tokens}\n".encode())
-    for module in (chunk_module, clean_module, pages_module, migrations_module):
+    for module in (chunk_module, clean_module, indexer_module, pages_module, migrations_module):
         digest.update(Path(module.__file__ or "").read_bytes())
     for doc_id, (title, text) in data.corpus.items():
         digest.update(f"{doc_id}\t{title}\t{text}\n".encode())
@@ -210,7 +210,7 @@ def index_beir(data_dir: Path, data: BeirData, embedder: Embedder, *, rebuild: b
     config = SiteConfig(site="https://beir.invalid/", name=f"BEIR {data.name}", model=embedder.id)
     tenant, _ = registry.create(config, tenant_id, embedder_id=embedder.id, dim=embedder.dim,
                                 fingerprint=embedder.fingerprint)
-    chunked = _chunk_corpus(data, embedder)
+    chunked = _chunk_corpus(data, PageIndexer(tenant, embedder))
 
     # Embed every distinct chunk once, in length-sorted slices (little padding per batch).
     texts: dict[str, str] = {}
@@ -231,11 +231,8 @@ def index_beir(data_dir: Path, data: BeirData, embedder: Embedder, *, rebuild: b
     for start in range(0, len(chunked), _WRITE_BATCH):
         with tenant.write() as conn:
             for doc_id, doc, chunks in chunked[start : start + _WRITE_BATCH]:
-                write_page(conn, PageWrite(
-                    url=doc.url, title=doc.title, lang=doc.lang, content_hash=doc_id,
-                    chunks=[ChunkRow(hash=c.hash, kind=c.kind, lang=c.lang, text=c.text,
-                                     heading_path=c.heading_path, position=c.position, uid=c.uid,
-                                     tokens=c.tokens, vector=vectors[c.hash]) for c in chunks]))
+                write_page(conn, PageWrite(url=doc.url, title=doc.title, lang=doc.lang, content_hash=doc_id,
+                                           chunks=chunk_rows(chunks, vectors)))
         if on_progress:
             on_progress(min(len(chunked), start + _WRITE_BATCH), len(chunked), "writing pages")
     info = IndexInfo(
