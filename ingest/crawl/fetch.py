@@ -201,7 +201,7 @@ class Fetcher:
                 failure = FetchError(f"{url}: {exc!r}", reason="connection_error", url=url)
                 delay = self._backoff(attempt)
             except _TransientFetchError as exc:
-                failure = FetchError(exc.message, **exc.details)  # the signal stays in here
+                failure = FetchError(exc.message, reason=exc.reason)  # the signal stays in here
                 delay = self._backoff(attempt)
             if attempt < attempts:
                 logger.info("retrying %s in %.2fs (%s)", url, delay, failure.reason)
