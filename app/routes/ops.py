@@ -38,7 +38,7 @@ async def metrics(request: Request) -> Response:
     state = request.app.state
     state.metrics.queue_depth.set(state.scheduler.queue_depth() if getattr(state, "scheduler", None) else 0)
     return Response(content=state.metrics.render(), media_type=MediaType.TEXT,
-                    headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+                    headers={"Content-Type": state.metrics.content_type})
 
 
 ROUTES = [healthz, readyz, metrics]
