@@ -341,13 +341,24 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
             workers=1, log_access=False).serve()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--data-dir", type=Path, default=None,
-                        help="tenant data directory (default $FRONTDESK_DATA_DIR or ./data)")
-    common.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+def global_flags(*, defaults: bool) -> argparse.ArgumentParser:
+    """--data-dir and --json, which every command takes before or after its name.
 
-    parser = argparse.ArgumentParser(prog="frontdesk", description=__doc__, parents=[common])
+    Only the top-level parser has real defaults. A subcommand's parser writes its values over the
+    top level's namespace, so there the flags default to SUPPRESS: a flag left out after the
+    command keeps the value given before it (`frontdesk --data-dir X eval …`), a flag given after
+    it wins."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument("--data-dir", type=Path, default=None if defaults else argparse.SUPPRESS,
+                       help="tenant data directory (default $FRONTDESK_DATA_DIR or ./data)")
+    flags.add_argument("--json", action="store_true", default=False if defaults else argparse.SUPPRESS,
+                       help="print one JSON document on stdout")
+    return flags
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = global_flags(defaults=False)
+    parser = argparse.ArgumentParser(prog="frontdesk", description=__doc__, parents=[global_flags(defaults=True)])
     sub = parser.add_subparsers(dest="command", required=True)
 
     tenant = sub.add_parser("tenant", help="create, list or delete tenants", parents=[common])
