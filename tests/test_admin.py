@@ -138,6 +138,38 @@ def test_config_validate_put_and_patch(admin):
     assert api.request("PUT", "/admin/tenants/shop/config", json=config).json()["answer"]["persona"].startswith("Pip")
 
 
+def test_only_the_server_admin_may_open_the_private_network(admin):
+    """crawl.allow_private_network opens the server's own network to a tenant's crawler and
+    webhooks: a tenant's admin token may change anything else in its config, never that."""
+    api, _ = admin
+    created = api.request("POST", "/admin/tenants", json={"id": "lan", "site": "https://lan.example/"}).json()
+    token = created["admin_token"]
+    path = "/admin/tenants/lan/config"
+    opened = {"crawl": {"allow_private_network": True}}
+    for method, body in (("PATCH", opened), ("PUT", None), ("POST", None)):
+        if body is None:
+            body = api.request("GET", path, token=token).json()
+            body["crawl"]["allow_private_network"] = True
+        target = path + ":validate" if method == "POST" else path
+        refused = api.request(method, target, token=token, json=body)
+        assert refused.status_code == 403, (method, refused.text)
+        assert refused.json()["code"] == "forbidden"
+        assert refused.json()["field"] == "crawl.allow_private_network"
+        assert "server admin token" in refused.json()["message"]
+    assert api.request("GET", path, token=token).json()["crawl"]["allow_private_network"] is False
+    # Everything else stays the tenant's to change, the flag included in a full PUT as it is.
+    renamed = api.request("PATCH", path, token=token, json={"name": "LAN shop", "crawl": {"rate": 1}})
+    assert renamed.status_code == 200 and renamed.json()["name"] == "LAN shop"
+    config = renamed.json()
+    config["answer"]["tone"] = "brief"
+    assert api.request("PUT", path, token=token, json=config).status_code == 200
+    # The server admin may open it, and then the tenant may not close it either.
+    assert api.request("PATCH", path, json=opened).json()["crawl"]["allow_private_network"] is True
+    closed = api.request("PATCH", path, token=token, json={"crawl": {"allow_private_network": False}})
+    assert closed.status_code == 403
+    assert api.request("DELETE", "/admin/tenants/lan").status_code == 200
+
+
 def test_crawl_with_progress_then_stats_and_search_debug(admin):
     api, site = admin
     started = api.request("POST", "/admin/tenants/shop/crawl", json={})

@@ -188,13 +188,13 @@ class TenantsController(Controller):
     @post("/{tenant_id:str}/config:validate", status_code=200, summary="Check a config without saving it", responses=ERROR_RESPONSES)
     async def validate_config(self, request: Request, tenant_id: str) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), await tenant.read(tenant.config))
+        config = self._checked(await request.body(), await tenant.read(tenant.config), request)
         return {"valid": True, "config": msgspec.to_builtins(config)}
 
     @put("/{tenant_id:str}/config", summary="Replace the site config (unknown fields and bad values refused)", responses=ERROR_RESPONSES)
     async def put_config(self, request: Request, tenant_id: str) -> SiteConfig:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), await tenant.read(tenant.config))
+        config = self._checked(await request.body(), await tenant.read(tenant.config), request)
         await tenant.write(functools.partial(tenant.set_config, config))
         request.app.state.cache.clear(tenant.id)
         return config
@@ -210,17 +210,24 @@ class TenantsController(Controller):
             raise InvalidInput("a config patch must be a JSON object")
         current = await tenant.read(tenant.config)
         merged = msgspec.json.encode(_merge(msgspec.to_builtins(current), patch_body))
-        config = self._checked(merged, current)
+        config = self._checked(merged, current, request)
         await tenant.write(functools.partial(tenant.set_config, config))
         request.app.state.cache.clear(tenant.id)
         return config
 
     @staticmethod
-    def _checked(raw: bytes, current: SiteConfig) -> SiteConfig:
+    def _checked(raw: bytes, current: SiteConfig, request: Request) -> SiteConfig:
         config = decode_config(raw)
         if config.model != current.model:
             raise InvalidInput("changing the model needs `frontdesk reindex` (it rebuilds every vector)",
                                field="model")
+        if (config.crawl.allow_private_network != current.crawl.allow_private_network
+                and not is_server_admin(request, bearer_token(request))):
+            # The server's own network is the operator's, not the tenant's: the flag opens loopback,
+            # private and link-local addresses to the tenant's crawler and to its webhooks.
+            raise Forbidden("only the server admin token may change crawl.allow_private_network (it lets this "
+                            "tenant's crawler and webhooks reach the server's private network)",
+                            field="crawl.allow_private_network")
         return config
 
     @post("/{tenant_id:str}/crawl", status_code=202, summary="Start a crawl (delta unless full/reparse)", responses=ERROR_RESPONSES)
