@@ -1,0 +1,376 @@
+"""Prompt-injection markers in page text: text that speaks to an AI model instead of a visitor.
+
+Pure and fast: no I/O, no model. Everything frontdesk indexes passes through `strip_injections`
+at ingest (``ingest/clean.py``), so a flagged passage never reaches a chunk, a snippet, a quoted
+answer or a prompt; what was removed comes back as `Finding`s for the site owner (``page_flags``).
+
+What counts as a marker (the text is checked folded: NFKC, zero-width and bidi controls removed,
+look-alike letters from other scripts mapped to Latin, lower case):
+
+- ``override``: "ignore / disregard / forget (all) previous (prior, above, system…) instructions
+  (prompts, rules…)", "ignore the visitor's question", "new instructions:";
+- ``role_change``: "you are now an AI / assistant / DAN…", "from now on you will…", "developer
+  mode", "jailbreak";
+- ``addressed_to_ai``: an imperative addressed to an assistant: "AI assistants: reply…", "note to
+  the AI", "if you are an AI / a language model…", "attention LLMs";
+- ``prompt_leak``: "reveal / print / repeat your system prompt (instructions…)";
+- ``fake_role_tag``: chat-template and role markup: ``<system>``, ``</assistant>``, ``<|im_start|>``,
+  ``[INST]``, ``<<SYS>>``, ``### System:``, a line starting "system:" or "assistant:".
+
+Text that talks *about* these things is not flagged: "the system prompt", "assistant messages",
+"the model should return JSON" address no one. A marker removes its block (paragraph) from the
+sentence it starts in to the block's end (what follows a marker is its payload); a role tag with a
+closing tag removes everything up to the closing tag.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+import msgspec
+
+MAX_FINDING_CHARS = 500
+
+# ---------------------------------------------------------------------------------------------
+# Folding: what the patterns read
+# ---------------------------------------------------------------------------------------------
+
+# Letters of other scripts that look like Latin ones ("іgnоrе" in Cyrillic): the usual
+# homoglyph substitutions, enough for the words the patterns use.
+_CONFUSABLES = str.maketrans({
+    "а": "a", "в": "b", "с": "c", "е": "e", "ё": "e", "һ": "h", "і": "i", "ї": "i", "ј": "j",
+    "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "ѕ": "s", "т": "t", "у": "y", "х": "x",
+    "ԁ": "d", "ԛ": "q", "ԝ": "w", "ɡ": "g", "ɑ": "a", "ɩ": "i", "ı": "i", "ℓ": "l",
+    "А": "a", "В": "b", "С": "c", "Е": "e", "Н": "h", "І": "i", "Ј": "j", "К": "k", "М": "m",
+    "О": "o", "Р": "p", "Ѕ": "s", "Т": "t", "У": "y", "Х": "x",
+    "α": "a", "β": "b", "ε": "e", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t",
+    "υ": "u", "χ": "x", "Α": "a", "Β": "b", "Ε": "e", "Ζ": "z", "Η": "h", "Ι": "i", "Κ": "k",
+    "Μ": "m", "Ν": "n", "Ο": "o", "Ρ": "p", "Τ": "t", "Υ": "y", "Χ": "x",
+})  # fmt: skip
+_NON_ASCII_RUN = re.compile(r"[^\x00-\x7f]+")
+# Unicode tag characters (U+E0020-E007E) spell ASCII invisibly ("ASCII smuggling"): read as ASCII.
+_TAG_BASE = 0xE0000
+
+
+def _fold_char(char: str) -> str:
+    """One character as the patterns read it: "" for format characters (zero-width spaces and
+    joiners, bidi controls, soft hyphens), a tag character as the ASCII it hides, else NFKC,
+    Latin look-alikes mapped, lower case."""
+    code = ord(char)
+    if 0xE0020 <= code <= 0xE007E:
+        return chr(code - _TAG_BASE).lower()
+    if unicodedata.category(char) == "Cf":
+        return ""
+    folded = unicodedata.normalize("NFKC", char).translate(_CONFUSABLES)
+    return "".join(unicodedata.normalize("NFKC", c).translate(_CONFUSABLES) for c in folded.lower())
+
+
+class _FoldTable(dict):
+    """``str.translate`` table that folds each character the first time it meets it."""
+
+    def __missing__(self, code: int) -> str:
+        folded = self[code] = _fold_char(chr(code))
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
+# What the fold changes beyond lower case, besides what NFKC changes: format characters and tag
+# characters, and the scripts the look-alikes come from.
+_FOLDED_SPECIALLY = re.compile(
+    "[\u00ad\u0131\u0251\u0261\u0269\u0370-\u052f\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u2113\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
+def fold(text: str) -> str:
+    """The text as the patterns read it (see ``_fold_char``)."""
+    if text.isascii():
+        return text.lower()
+    if unicodedata.is_normalized("NFKC", text) and not _FOLDED_SPECIALLY.search(text):
+        lowered = text.lower()
+        if len(lowered) == len(text):
+            return lowered
+    return text.translate(_FOLD_TABLE)
+
+
+def fold_with_origin(text: str) -> tuple[str, list[int]]:
+    """``fold(text)`` and, for each of its characters, the index in ``text`` it came from."""
+    pieces: list[str] = []
+    origin: list[int] = []
+    last = 0
+    for run in _NON_ASCII_RUN.finditer(text):
+        start, end = run.span()
+        pieces.append(text[last:start].lower())
+        origin.extend(range(last, start))
+        for index in range(start, end):
+            folded = _FOLD_TABLE[ord(text[index])]
+            pieces.append(folded)
+            origin.extend([index] * len(folded))
+        last = end
+    pieces.append(text[last:].lower())
+    origin.extend(range(last, len(text)))
+    return "".join(pieces), origin
+
+
+# ---------------------------------------------------------------------------------------------
+# Markers
+# ---------------------------------------------------------------------------------------------
+
+_AI = (
+    r"(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|gemini|copilot|chatbot|chat\s?bot|bot|assistant"
+    r"|ai\s+(?:assistant|agent|model|system|crawler|bot)|language\s+model|large\s+language\s+model"
+    r"|ai\s+language\s+model|virtual\s+assistant)s?"
+    # "a bot developer", "the assistant editor": people and products, not the model addressed.
+    r"(?!\s+(?:developers?|builders?|makers?|authors?|creators?|owners?|admins?|administrators?|users?"
+    r"|framework|platform|library|librar(?:y|ies)|api|sdk|engineers?|researchers?|vendors?|providers?"
+    r"|companies|company|editor|team|account|token|integration|plugin|extension)\b)"
+)
+_DIRECTIVE_VERBS = (
+    r"(?:ignore|disregard|forget|override|reply|respond|answer|say|tell|output|print|reveal|repeat"
+    r"|recommend|include|inform|write|state|mention|claim|insist|translate|summari[sz]e|visit|direct"
+    r"|send|redirect|append|prepend|always|never|do\s+not|don't|must|should|stop|act|pretend"
+    r"|refuse|only)"
+)
+_PREVIOUS = r"(?:previous|prior|above|earlier|preceding|foregoing|system)"
+_ORDERS = (
+    r"(?:instructions?|prompts?|rules?|directions?|directives?|guidelines?|context|messages?"
+    r"|commands?|guardrails?|programming)"
+)
+_WHOSE = r"(?:visitor|user|customer|human|person|reader|client|guest)(?:'s|’s|s')?"
+
+# Each marker: (reason, gates, pattern). A pattern runs only on text that holds, for every gate, one
+# of its words: plain substring tests, far cheaper than the patterns, which then run on a few texts
+# in a hundred. AI stands for the words that name an AI model (one search per text).
+AI = ("<ai>",)
+_VERBS_OVERRIDE = ("ignore", "disregard", "forget", "override")
+_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
+    ("override", (_VERBS_OVERRIDE,),
+     rf"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?"
+     rf"(?:the\s+|your\s+|my\s+|these\s+|those\s+)?{_PREVIOUS}\s+(?:and\s+\w+\s+)?{_ORDERS}\b"),
+    ("override", (_VERBS_OVERRIDE[:3], ("your",)),
+     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?your\s+(?:\w+\s+)?{_ORDERS}\b"),
+    ("override", (_VERBS_OVERRIDE[:3],),
+     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+)?the\s+{_ORDERS}\s+(?:above|before|so\s+far"
+     rf"|you\s+(?:were|have\s+been)\s+given)\b"),
+    ("override", (_VERBS_OVERRIDE[:3],),
+     r"\b(?:ignore|disregard|forget)\s+all\s+(?:instructions|prompts|rules)\b"),
+    ("override", (("ignore", "disregard", "answer"),),
+     rf"\b(?:ignore|disregard|do\s+not\s+answer|don't\s+answer)\s+(?:the\s+|this\s+|their\s+|your\s+|any\s+)?"
+     rf"{_WHOSE}\s+(?:question|request|query|message|input|prompt)s?\b"),
+    ("override", (("ignore", "disregard"), ("question",)),
+     r"\b(?:ignore|disregard)\s+(?:the|this|their)\s+question\s*(?:and|,)\s+(?:instead\s+)?"
+     r"(?:reply|respond|say|answer|tell|write|output)\b"),
+    ("override", (("follow", "obey"), ("your",)),
+     rf"\b(?:do\s+not|don't|never)\s+(?:follow|obey)\s+your\s+(?:{_PREVIOUS}\s+)?{_ORDERS}\b"),
+    ("override", (("system",), ("instruction", "prompt")),
+     r"\b(?:new|updated|real|actual|true|secret|hidden)\s+system\s+(?:instructions?|prompt)\b"),
+    ("override", (("instruction",),),
+     r"(?:^|[\n.!?]\s*)(?:real|actual|true|secret|hidden)\s+instructions?\s*[:\-]"),
+    ("role_change", (("you",), ("now", "longer")),
+     rf"\byou\s+are\s+(?:now|no\s+longer)\s+(?:an?\s+|the\s+)?(?:\w+\s+){{0,2}}?"
+     rf"(?:{_AI}|dan|persona|jailbroken|unrestricted|unfiltered)\b"),
+    ("role_change", (("now",), ("you",)),
+     rf"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+be|will\s+act\s+as|must\s+act\s+as)\s+"
+     rf"(?:an?\s+|the\s+)?(?:\w+\s+)?(?:{_AI}|persona|character)\b"),
+    ("role_change", (("now",), ("you",)),
+     r"\bfrom\s+now\s+on,?\s+(?:you|your\s+(?:answers|replies|responses))\s+(?:must|will|should|shall)"
+     r"\s+(?:always|only|never)\s+(?:reply|respond|answer|say|tell|write)\b"),
+    ("role_change", (("jailbreak", "dan ", "dan\n", "dan\t"),), r"\b(?:dan|jailbreak)\s+mode\b"),
+    ("role_change", (("anything",),), r"\bdo\s+anything\s+now\b"),
+    ("role_change", (AI, ("act", "behave", "respond")),
+     rf"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)\s+)?(?:an?\s+)?"
+     rf"(?:unrestricted|unfiltered|jailbroken|different|new|evil)\s+(?:{_AI}|model|persona)\b"),
+    ("addressed_to_ai", (AI, ("you",)),
+     rf"\bif\s+you\s+are\s+(?:an?\s+|the\s+)?(?:\w+\s+)?{_AI}\b"),
+    ("addressed_to_ai", (AI, ("note", "memo", "notice", "hint", "psa", "attention")),
+     rf"\b(?:note|memo|notice|hint|psa|attention)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:\w+\s+)?{_AI}\b"),
+    ("addressed_to_ai", (AI, ("message", "instruction")),
+     rf"\b(?:message|instructions?)\s+(?:to|for)\s+(?:any|all|every)\s+(?:\w+\s+)?{_AI}\b"),
+    ("addressed_to_ai", (AI, ("attention", "dear", "hey", "hello", "hi", "listen")),
+     rf"\b(?:attention|dear|hey|hello|hi|listen\s+up|listen),?\s+(?:all\s+|any\s+)?(?:\w+\s+)?{_AI}\b"),
+    ("addressed_to_ai", (AI, (",", ":")),
+     rf"(?:^|[\n.!?:;]\s*)(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{_AI}"
+     rf"(?:\s+(?:reading|processing|summari[sz]ing|answering)\s+(?:this|these)[\w\s]*?)?\s*[,:]\s*"
+     rf"(?:please\s+|you\s+)?{_DIRECTIVE_VERBS}\b"),
+    ("addressed_to_ai", (AI, ("you",)),
+     rf"\bas\s+an?\s+{_AI},?\s+you\s+(?:must|should|will|shall|have\s+to|need\s+to)\b"),
+    ("prompt_leak", (("your",), ("prompt", "instruction")),
+     r"\b(?:reveal|print|show|repeat|output|leak|disclose|display|dump|tell\s+me)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?"
+     r"your\s+(?:(?:system|initial|hidden|original|secret)\s+(?:prompt|instructions)|instructions)\b"),
+    ("fake_role_tag", (("<",),),
+     r"<\s*/?\s*(?:system|assistant|user|instructions?|sys|inst|im_start|im_end)\s*>"),
+    ("fake_role_tag", (("<|",),), r"<\|\s*[a-z_]{2,30}\s*\|>"),
+    ("fake_role_tag", (("[",), ("inst",)), r"\[/?\s*inst\s*\]"),
+    ("fake_role_tag", (("<<",),), r"<</?\s*sys\s*>>"),
+    ("fake_role_tag", (("##",), ("system", "instruction", "assistant", "response")),
+     r"(?:^|\n)[ \t]*#{2,6}[ \t]*(?:system|instruction|instructions|assistant|response)[ \t]*:"),
+    ("fake_role_tag", (("assistant",),), r"(?:^|\n)[ \t]*assistant[ \t]*:[ \t]*\S"),
+    ("fake_role_tag", (("system",),),
+     r"(?:^|\n)[ \t]*system[ \t]*:[ \t]*(?:you\b|ignore|disregard|forget|from\s+now|new\s+instructions)"),
+    # The same orders in the other languages frontdesk indexes most.
+    ("override", (("ignorier",),),
+     r"\bignorier(?:e|en)?\s+(?:sie\s+)?(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen)\s+"
+     r"(?:anweisungen|instruktionen|befehle|regeln)\b"),
+    ("override", (("ignora",),), r"\bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?instrucciones\s+(?:anteriores|previas)\b"),
+    ("override", (("ignore",), ("instruction",)),
+     r"\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?instructions\s+(?:précédentes|precedentes|antérieures"
+     r"|anterieures)\b"),
+)
+_MARKERS = [(reason, gates, re.compile(pattern)) for reason, gates, pattern in _PATTERNS]
+_AI_WORD = re.compile(
+    r"(?<![a-z])(?:ai|a\.i\.|llms?|gpt|chatgpt|claude|gemini|copilot|chat\s?bots?|bots?|assistants?"
+    r"|language\s+models?)(?![a-z])"
+)
+# Substrings one of which any text naming an AI holds ("ai" and "bot" alone are in too many words).
+_AI_HINTS = (
+    "llm", "gpt", "claude", "gemini", "copilot", "assistant", "language", "chatbot", "chat bot", "a.i.", " ai ",
+    " ai,", " ai:", " ai.", " ai\n", "\nai", "ai assistant", "ai agent", "ai model", " ais ", " ai-", "(ai", "ai ",
+    " bot ", " bot,", " bot:", " bots", "\nbot", "bot:",
+)
+_CLOSING_TAG = re.compile(r"<\s*/\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[/\s*(inst)\s*\]"
+                          r"|<<\s*/\s*(sys)\s*>>|<\|\s*(?:im_end|eot_id|end)\s*\|>")
+_OPENING_TAG = re.compile(r"<\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[\s*(inst)\s*\]"
+                          r"|<<\s*(sys)\s*>>|<\|\s*im_start\s*\|>")
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One passage taken out of indexed text: why, and the text itself (for the site owner)."""
+
+    reason: str
+    text: str
+    where: str = ""
+    """Which part of the page: a heading path, "image alt", "hidden element", "title"…"""
+
+
+def _names_an_ai(folded: str) -> bool:
+    return any(hint in folded for hint in _AI_HINTS) and _AI_WORD.search(folded) is not None
+
+
+def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
+    present: dict[str, bool] = {}  # gate word → in the text (each looked for once)
+
+    def holds(gate: tuple[str, ...]) -> bool:
+        if gate is AI:
+            if "<ai>" not in present:
+                present["<ai>"] = _names_an_ai(folded)
+            return present["<ai>"]
+        for word in gate:
+            found = present.get(word)
+            if found is None:
+                found = present[word] = word in folded
+            if found:
+                return True
+        return False
+
+    for reason, gates, pattern in _MARKERS:
+        if not all(holds(gate) for gate in gates):
+            continue
+        for match in pattern.finditer(folded):
+            start = match.start()
+            while start < match.end() and folded[start] in "\n.!?:; \t":
+                start += 1  # a pattern anchored on the previous sentence's end starts after it
+            yield reason, start, match.end()
+
+
+def find_injections(text: str) -> list[tuple[str, int, int]]:
+    """(reason, start, end) of every marker in ``text``, as indexes into ``text`` itself."""
+    if not text:
+        return []
+    folded = fold(text)
+    found = list(_markers(folded))
+    if not found:
+        return []
+    if not text.isascii():
+        folded, origin = fold_with_origin(text)
+        found = [(reason, origin[start], origin[end - 1] + 1) for reason, start, end in _markers(folded)]
+    return sorted(set(found), key=lambda f: (f[1], f[2]))
+
+
+def is_injection(text: str) -> bool:
+    return bool(text) and any(True for _ in _markers(fold(text)))
+
+
+_SENTENCE_START = re.compile(r"[.!?。！？](?=[\s\"'”’)\]])|\n")
+
+
+def _sentence_start(text: str, block_start: int, position: int) -> int:
+    """Where the sentence holding ``position`` starts (not before ``block_start``)."""
+    start = block_start
+    for match in _SENTENCE_START.finditer(text, block_start, position):
+        start = match.end()
+    return start
+
+
+def _block_bounds(text: str, position: int) -> tuple[int, int]:
+    start = text.rfind("\n\n", 0, position)
+    end = text.find("\n\n", position)
+    return (0 if start == -1 else start + 2), (len(text) if end == -1 else end)
+
+
+def _closing_tag_end(folded: str, origin: list[int] | None, start: int) -> int | None:
+    """The end (in the original text) of the closing tag that matches an opening tag at
+    ``start``, if there is one."""
+    opening = _OPENING_TAG.match(folded, start)
+    if opening is None:
+        return None
+    name = next(g for g in opening.groups() if g)
+    for closing in _CLOSING_TAG.finditer(folded, opening.end()):
+        closing_name = next((g for g in closing.groups() if g), "")
+        if closing_name.rstrip("s") == name.rstrip("s") or not closing_name:
+            end = closing.end()
+            return origin[end - 1] + 1 if origin is not None else end
+    return None
+
+
+def strip_injections(text: str, where: str = "") -> tuple[str, list[Finding]]:
+    """``text`` without its flagged passages, and what was taken out.
+
+    Each marker takes out its block (text between blank lines) from the start of the sentence the
+    marker is in (a role tag: from the tag) to the end of the block; an opening role tag with a
+    matching closing tag takes out everything up to it, across blocks. Whitespace left at the cut
+    is tidied.
+    """
+    markers = find_injections(text)
+    if not markers:
+        return text, []
+    folded, origin = (text.lower(), None) if text.isascii() else fold_with_origin(text)
+    cuts: list[tuple[int, int, str]] = []
+    for reason, start, end in markers:
+        block_start, block_end = _block_bounds(text, start)
+        # A role tag is its own boundary; other markers take their whole sentence.
+        cut_start = start if reason == "fake_role_tag" else _sentence_start(text, block_start, start)
+        cut_end = max(block_end, end)
+        if reason == "fake_role_tag":
+            folded_start = start if origin is None else origin.index(start)
+            closing = _closing_tag_end(folded, origin, folded_start)
+            if closing is not None:
+                cut_end = max(cut_end, _block_bounds(text, closing - 1)[1])
+        cuts.append((cut_start, cut_end, reason))
+    cuts.sort()
+    merged: list[list] = []
+    for start, end, reason in cuts:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            if reason not in merged[-1][2]:
+                merged[-1][2].append(reason)
+        else:
+            merged.append([start, end, [reason]])
+    pieces: list[str] = []
+    findings: list[Finding] = []
+    last = 0
+    for start, end, reasons in merged:
+        pieces.append(text[last:start])
+        removed = " ".join(text[start:end].split())
+        findings.append(Finding(reason=",".join(reasons), text=removed[:MAX_FINDING_CHARS], where=where))
+        last = end
+    pieces.append(text[last:])
+    kept = "".join(pieces)
+    kept = re.sub(r"[ \t]+\n", "\n", re.sub(r"\n{3,}", "\n\n", kept)).strip()
+    return kept, findings
+
+
+__all__ = ["Finding", "find_injections", "fold", "is_injection", "strip_injections"]
