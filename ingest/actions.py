@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from selectolax.lexbor import LexborNode
 
+from ingest.clean import looks_secret
 from ingest.crawl.urls import http_url
 from ingest.document import Action, Form, FormField
 from ingest.text import collapse_whitespace
@@ -22,8 +23,9 @@ MAX_MANIFEST_BYTES = 1_000_000
 MAX_LABEL_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
 
-# Controls a visitor never fills in themselves.
-_SKIPPED_INPUT_TYPES = {"hidden", "submit", "button", "reset", "image"}
+# Controls that are not fields (hidden inputs are: the form sends them).
+_SKIPPED_INPUT_TYPES = {"submit", "button", "reset", "image"}
+MAX_HIDDEN_VALUE_CHARS = 200
 _GROUPED_INPUT_TYPES = {"radio", "checkbox"}
 _NOT_LABEL_TEXT = {"select", "textarea", "option", "script", "style", "template", "button"}
 _SEARCH_FIELD_NAMES = {"q", "s", "query", "search", "keywords", "term"}
@@ -173,7 +175,12 @@ def _form_fields(
     groups: dict[str, int] = {}  # radio/checkbox name → index in fields
     for control in form.css("input, select, textarea"):
         kind = _control_type(control)
-        if kind in _SKIPPED_INPUT_TYPES or "hidden" in control.attributes:
+        if kind in _SKIPPED_INPUT_TYPES:
+            continue
+        if kind == "hidden" or "hidden" in control.attributes:
+            hidden = _hidden_field(control)
+            if hidden is not None:
+                fields.append(hidden)
             continue
         name = _attr(control, "name") or _attr(control, "id")
         label = _control_label(control, form, tree, labels)
@@ -218,6 +225,31 @@ def _form_fields(
     return tuple(fields)
 
 
+# Hidden fields whose value is a per-visit secret, by name: anti-forgery tokens, nonces, session
+# ids, signatures, captcha state (Rails, Django, Laravel, ASP.NET, WordPress, Magento, Drupal…).
+_SECRET_FIELD_NAME = re.compile(
+    r"csrf|xsrf|token|nonce|authenticity|verification|captcha|recaptcha|session|sess_?id|^sid$|secret"
+    r"|signature|^sig$|hmac|passw|api_?key|^key$|^auth|__viewstate|__eventvalidation|^state$|form_key"
+    r"|form_build_id|honeypot|timestamp",
+    re.IGNORECASE,
+)
+
+
+def withheld(name: str, value: str) -> bool:
+    """Whether a hidden field's value must not be stored: a secret by its name, too long to be
+    a plain value, or shaped like a token or personal data (the cleaner's detectors)."""
+    return bool(_SECRET_FIELD_NAME.search(name)) or len(value) > MAX_HIDDEN_VALUE_CHARS or looks_secret(value)
+
+
+def _hidden_field(control: LexborNode) -> FormField | None:
+    """A hidden input as a field: its name and the value the form sends (None when withheld)."""
+    name = _attr(control, "name")
+    if not name:
+        return None  # a hidden input without a name is never sent
+    value = control.attributes.get("value") or ""
+    return FormField(name=name[:MAX_LABEL_CHARS], type="hidden", value=None if withheld(name, value) else value)
+
+
 def _form_name(form: LexborNode, tree: _Queryable) -> str:
     for candidate in (
         _attr(form, "aria-label"),
@@ -239,11 +271,19 @@ _SUBMIT_CONTROLS = (
 def _can_submit(form: LexborNode, fields: tuple[FormField, ...]) -> bool:
     """A visitor can send it: it has a submit control, or a text field that Enter submits.
 
-    Theme switchers and filter widgets built from bare radio buttons are not forms to offer.
+    Theme switchers and filter widgets built from bare radio buttons are not forms to offer; an
+    add-to-cart form of hidden fields and a button is.
     """
-    if any(f.type not in _GROUPED_INPUT_TYPES and f.type != "select" for f in fields):
+    if any(f.type not in _GROUPED_INPUT_TYPES and f.type not in ("select", "hidden") for f in fields):
         return True
     return form.css_first(_SUBMIT_CONTROLS) is not None
+
+
+def _submit_label(form: LexborNode) -> str:
+    button = form.css_first(_SUBMIT_CONTROLS)
+    if button is None:
+        return ""
+    return (_attr(button, "aria-label") or _node_text(button) or _attr(button, "value"))[:MAX_LABEL_CHARS]
 
 
 def extract_forms(tree: _Queryable, url: str) -> list[Form]:
@@ -259,11 +299,14 @@ def extract_forms(tree: _Queryable, url: str) -> list[Form]:
         if not fields or not _can_submit(form, fields):
             continue
         action_attr = _attr(form, "action")
+        name = _form_name(form, tree)
+        if not name and all(f.type == "hidden" for f in fields):
+            name = _submit_label(form)  # "Add to cart": the button is all a visitor sees of it
         forms.append(
             Form(
                 action=http_url(action_attr, url, keep_fragment=True) if action_attr else url,
                 method=(_attr(form, "method") or "get").lower(),
-                name=_form_name(form, tree),
+                name=name,
                 fields=fields,
             )
         )
@@ -303,8 +346,11 @@ def _field_text(field: FormField) -> str:
 
 
 def form_text(form: Form) -> str:
-    """Readable text for indexing: "Contact form: Name (required), Email (required, email)"."""
-    return f"{_form_title(form)}: {', '.join(_field_text(f) for f in form.fields)}"
+    """Readable text for indexing: "Contact form: Name (required), Email (required, email)".
+
+    Hidden fields are left out: the visitor never fills them in (they stay in the stored form)."""
+    shown = [_field_text(f) for f in form.fields if f.type != "hidden"]
+    return f"{_form_title(form)}: {', '.join(shown)}" if shown else _form_title(form)
 
 
 # ---------------------------------------------------------------------------------------------

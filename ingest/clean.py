@@ -242,6 +242,25 @@ def _find_secrets(text: str) -> Iterator[Span]:
             yield match.start(), match.end(), SECRET_TOKEN
 
 
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_+/=-]{16,}")
+_HEX_TOKEN = re.compile(r"[0-9a-fA-F]{16,}")
+
+
+def looks_secret(value: str) -> bool:
+    """Whether a short value (a hidden form field's, say) is a credential, a random token or
+    personal data: what the scrubber's detectors find, and strings of 16 or more token
+    characters that are hex or mix upper case, lower case and digits. SKUs ("BRD-SOURDOUGH-01")
+    and slugs ("sourdough-loaf-800g") are neither."""
+    value = value.strip()
+    if not value:
+        return False
+    if scrub(value, CleanSettings()) != value:
+        return True
+    if _TOKEN_CHARS.fullmatch(value) is None:
+        return False
+    return (_HEX_TOKEN.fullmatch(value) is not None and _has_digit(value)) or _mixed_classes(value)
+
+
 # ---------------------------------------------------------------------------------------------
 # Scrubbing
 # ---------------------------------------------------------------------------------------------

@@ -44,6 +44,10 @@ class FormField(msgspec.Struct, frozen=True):
     type: str = "text"
     required: bool = False
     options: tuple[str, ...] = ()
+    value: str | None = None
+    """A hidden field's value, which the form sends as it is (a product's SKU); None for other
+    fields, and for a hidden value withheld as a secret (a CSRF token, session id or signature:
+    an agent reads a fresh one from the live page)."""
 
 
 class Form(msgspec.Struct, frozen=True):

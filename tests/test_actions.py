@@ -83,17 +83,61 @@ def test_form_fields_have_labels_types_and_required_flags(tree):
         FormField(name="topic", label="Topic", type="select", required=True, options=("Orders", "Returns")),
         FormField(name="via", label="Preferred contact", type="radio", options=("E-mail", "Phone")),
         FormField(name="newsletter", label="Send me the newsletter", type="checkbox", options=("Send me the newsletter",)),
+        FormField(name="csrf", type="hidden", value=None),
     )  # fmt: skip
 
 
-def test_hidden_submit_and_reset_controls_are_not_fields(tree):
-    names = {f.name for form in extract_forms(tree, PAGE_URL) for f in form.fields}
-    assert "csrf" not in names
+def test_submit_and_reset_controls_are_not_fields(tree):
     assert not any(
-        f.type in ("submit", "reset", "hidden")
+        f.type in ("submit", "reset", "button", "image")
         for form in extract_forms(tree, PAGE_URL)
         for f in form.fields
     )
+
+
+CART_PAGE = """<main><h1>Sourdough loaf</h1>
+<form action="/cart/add" method="post" id="add-to-cart">
+  <input type="hidden" name="sku" value="BRD-SOURDOUGH-01">
+  <input type="hidden" name="variant" value="sourdough-loaf-800g">
+  <input type="hidden" name="csrf_token" value="x">
+  <input type="hidden" name="authenticity_token" value="abc">
+  <input type="hidden" name="ref" value="Zx81kLm2Qp0vR7tYb5Nw">
+  <input type="hidden" name="contact" value="ann.smith@example.net">
+  <input type="hidden" value="no name, never sent">
+  <label>Quantity <input type="number" name="qty" value="1"></label>
+  <button>Add to cart</button>
+</form>
+<form action="/cart/add" method="post"><input type="hidden" name="sku" value="BRD-RYE-02"><button>Add rye to cart</button></form>
+<form action="/track"><input type="hidden" name="page" value="home"></form>
+</main>"""
+
+
+def test_hidden_fields_are_kept_with_their_values_unless_secret():
+    """An agent submitting an add-to-cart form needs its hidden SKU; it never gets a CSRF token,
+    a session id or a random token (a fresh one is on the live page), nor personal data."""
+    forms = extract_forms(LexborHTMLParser(CART_PAGE), PAGE_URL)
+    cart = forms[0]
+    hidden = {f.name: f.value for f in cart.fields if f.type == "hidden"}
+    assert hidden == {
+        "sku": "BRD-SOURDOUGH-01",
+        "variant": "sourdough-loaf-800g",
+        "csrf_token": None,  # by name
+        "authenticity_token": None,
+        "ref": None,  # random-looking token
+        "contact": None,  # personal data
+    }
+    assert [f.name for f in cart.fields if f.type != "hidden"] == ["qty"]
+    # The visitor never fills hidden fields in: the indexed text leaves them out.
+    assert form_text(cart) == "Add to cart form: Quantity (number)"
+
+
+def test_a_form_of_hidden_fields_and_a_button_is_kept_and_named_by_the_button():
+    forms = extract_forms(LexborHTMLParser(CART_PAGE), PAGE_URL)
+    assert len(forms) == 2  # the tracking form has no submit control and nothing to fill in
+    rye = forms[1]
+    assert rye.name == "Add rye to cart"
+    assert rye.fields == (FormField(name="sku", type="hidden", value="BRD-RYE-02"),)
+    assert form_text(rye) == "Add rye to cart form"
 
 
 def test_form_text_reads_like_a_sentence(tree):

@@ -135,8 +135,11 @@ def test_pypug_links_are_absolute_http_without_fragments():
 def test_pypug_sidebar_search_form_is_found():
     doc = pypug_page("tutorials/packaging-projects/")
     assert [(f.action, [x.name for x in f.fields]) for f in doc.forms] == [
-        (f"{PYPUG_ORIGIN}/search/", ["q"])
+        (f"{PYPUG_ORIGIN}/search/", ["q", "check_keywords", "area"])
     ]
+    # Sphinx's hidden inputs go with the query: an agent submitting the form needs them.
+    hidden = {f.name: f.value for f in doc.forms[0].fields if f.type == "hidden"}
+    assert hidden == {"check_keywords": "yes", "area": "default"}
 
 
 PYPUG_PAGES = sorted(PYPUG.rglob("index.html")) if PYPUG.is_dir() else []
