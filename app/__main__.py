@@ -134,11 +134,12 @@ def search_command(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("stats")
 def stats_command(ctx: Context, args: argparse.Namespace) -> None:
-    from store.pages import stats
+    from store.pages import render_stats, stats
 
     tenant = ctx.registry.get(args.id)
     result = stats(tenant.reader(), file_bytes=tenant.path.stat().st_size)
     data = msgspec.to_builtins(result)
+    data["render"] = render_stats(tenant.reader())  # which pages needed a browser (crawl.render)
     emit(args, data, "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items()))
 
 

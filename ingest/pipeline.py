@@ -31,6 +31,7 @@ from ingest.crawl.urls import normalize_url
 from ingest.embed import Embedder
 from ingest.extract import extract
 from ingest.indexer import PageIndexer
+from ingest.render import RenderStage
 from store.config import SiteConfig
 from store.errors import FetchError
 from store.pages import PageState, mark_fetched, page_html, page_states
@@ -78,6 +79,9 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """URLs not crawled, by reason (robots, noindex, off_site, max_pages…)."""
     errors: dict[str, int] = msgspec.field(default_factory=dict)
     """Pages that failed, by reason (timeout, too_large, not_html, http_500…)."""
+    render: dict[str, int] = msgspec.field(default_factory=dict)
+    """JavaScript pages (crawl.render): pages by decision, browser starts and recycles, requests
+    refused, the browser's peak memory in MB (ingest/render/)."""
 
 
 class CrawlOptions(msgspec.Struct, kw_only=True):
@@ -113,6 +117,7 @@ class _Job:
         self.states: dict[str, PageState] = {}
         self.sitemap: dict[str, str | None] = {}
         self.reached: set[str] = set()
+        self.render: RenderStage | None = None
         self._last_emit = 0.0
 
     def emit(self, url: str = "", force: bool = False) -> None:
@@ -208,7 +213,13 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
     if not result.body.strip():
         job.fail(url, "empty", "the page has no content")
         return
-    doc = await anyio.to_thread.run_sync(
+    try:  # the HTML as served, or rendered in a browser when crawl.render and the page call for it
+        page = await job.render.prepare(result) if job.render is not None else None
+    except FetchError as exc:
+        job.fail(url, exc.reason, exc.message)
+        return
+    body, encoding = (page.html, page.encoding) if page is not None else (result.body, result.encoding)
+    doc = page.doc if page is not None else await anyio.to_thread.run_sync(
         lambda: extract(result.body, result.final_url, headers=result.headers, encoding=result.encoding)
     )
     identity = _identity(doc.canonical_url, result.final_url, fetcher)
@@ -229,7 +240,7 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
             await job.remove(url, "canonical_elsewhere")  # an alias of another page's identity
     known = job.states.get(identity)
     previous = known.content_hash if known is not None and known.status == "active" else None
-    await job.index(doc, html=result.body, encoding=result.encoding, etag=result.headers.get("etag"),
+    await job.index(doc, html=body, encoding=encoding, etag=result.headers.get("etag"),
                     last_modified=result.headers.get("last-modified"),
                     sitemap_lastmod=job.sitemap.get(identity, lastmod), http_status=result.status,
                     previous_hash=previous)
@@ -314,6 +325,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         raise
     finally:
         job.summary.skipped = dict(job.skipped)
+        job.summary.render = job.render.summary() if job.render is not None else {}
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
         job.summary.seconds = round(time.monotonic() - job.started, 3)
         job.progress.phase = job.summary.status
@@ -324,7 +336,8 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
 
 
 async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> None:
-    async with Fetcher(config.crawl, config.site) as fetcher:
+    async with Fetcher(config.crawl, config.site) as fetcher, \
+            RenderStage(job.tenant, config, fetcher.policy) as job.render:
         frontier = Frontier.for_fetcher(fetcher)
         job.progress.phase = "discovering"
         job.emit(force=True)

@@ -6,11 +6,15 @@ fields and bad values are refused with the field named (``InvalidConfig``).
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import urlsplit
 
 import msgspec
 
 from store.errors import InvalidConfig
+
+#: `crawl.render` values (ingest/render/).
+RENDER_MODES = ("never", "auto", "always")
 
 
 class CrawlSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -45,6 +49,10 @@ class CrawlSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Scheduler: sitemap-delta recrawl period; 0 disables."""
     full_every_days: float = 7.0
     """Scheduler: full recrawl period; 0 disables."""
+    render: Literal["never", "auto", "always"] = "auto"
+    """JavaScript pages: `never` reads only the HTML the server sends; `auto` renders a page in
+    headless Chromium when its HTML is an app shell and keeps the result when it adds content;
+    `always` renders every page. Rendering needs the `frontdesk[render]` extra and Chromium."""
 
 
 class CleanSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -114,6 +122,8 @@ def validate_config(config: SiteConfig) -> SiteConfig:
             raise InvalidConfig(f"crawl.{name} must not be negative", field=f"crawl.{name}")
     if crawl.timeout == 0:
         raise InvalidConfig("crawl.timeout must be positive", field="crawl.timeout")
+    if crawl.render not in RENDER_MODES:
+        raise InvalidConfig(f"crawl.render must be one of {', '.join(RENDER_MODES)}", field="crawl.render")
     hosts = {config.host, *(h.lower() for h in crawl.allowed_hosts)}
     for i, seed in enumerate(crawl.seeds + crawl.sitemaps):
         seed_parts = urlsplit(seed)

@@ -299,6 +299,28 @@ def m002_console_webhooks(conn: apsw.Connection, dim: int) -> None:
     )
 
 
+@migration
+def m003_render_decisions(conn: apsw.Connection, dim: int) -> None:
+    """Per page: whether the crawler read it as served or rendered it in headless Chromium, and
+    why (``crawl.render``; ingest/render/). Keyed by URL, like the crawl's own bookkeeping."""
+    conn.execute(
+        """
+        CREATE TABLE render_decisions (
+            url TEXT PRIMARY KEY,
+            mode TEXT NOT NULL,                  -- the tenant's crawl.render: never | auto | always
+            decision TEXT NOT NULL
+                CHECK (decision IN ('static', 'rendered', 'render_discarded', 'render_failed')),
+            reason TEXT NOT NULL DEFAULT '',     -- detector verdict or failure reason
+            render_ms REAL,
+            requests INTEGER NOT NULL DEFAULT 0, -- requests the page's scripts made
+            blocked TEXT NOT NULL DEFAULT '[]',  -- ["reason url", ...] the guard refused (first 20)
+            at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX render_decisions_decision ON render_decisions(decision);
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -306,3 +306,46 @@ def page_passages(conn: apsw.Connection, url: str, limit: int = 40) -> list[Page
         "JOIN chunks c ON c.id = pc.chunk_id WHERE p.url = ? AND p.status = 'active' "
         "ORDER BY pc.position LIMIT ?", (url, limit)).fetchall()
     return [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]")) for text, kind, path in rows]
+
+
+class RenderDecision(msgspec.Struct, kw_only=True):
+    """How the crawler read one page (``crawl.render``): as served, or rendered in Chromium."""
+
+    url: str
+    mode: str
+    """The tenant's crawl.render when it was decided: never | auto | always."""
+    decision: str
+    """static | rendered | render_discarded (rendered, added nothing) | render_failed."""
+    reason: str = ""
+    render_ms: float | None = None
+    requests: int = 0
+    blocked: list[str] = msgspec.field(default_factory=list)
+    at: float = 0.0
+
+
+def record_render_decisions(conn: apsw.Connection, decisions: Iterable[RenderDecision]) -> None:
+    """Upsert the latest decision per URL. Call inside a transaction."""
+    conn.executemany(
+        "INSERT INTO render_decisions(url, mode, decision, reason, render_ms, requests, blocked, at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) DO UPDATE SET mode = excluded.mode, "
+        "decision = excluded.decision, reason = excluded.reason, render_ms = excluded.render_ms, "
+        "requests = excluded.requests, blocked = excluded.blocked, at = excluded.at",
+        [(d.url, d.mode, d.decision, d.reason, d.render_ms, d.requests,
+          json.dumps(d.blocked[:20], ensure_ascii=False), d.at or time.time()) for d in decisions],
+    )
+
+
+def render_stats(conn: apsw.Connection, limit: int = 100) -> dict:
+    """Which pages needed a browser: counts by decision and reason (pages that are gone left
+    out), and the rendered or failed pages themselves, newest first, up to ``limit``."""
+    live = ("FROM render_decisions r LEFT JOIN pages p ON p.url = r.url "
+            "WHERE p.status IS NULL OR p.status = 'active'")
+    rows = conn.execute(
+        f"SELECT r.url, r.decision, r.reason, r.render_ms, r.requests, r.blocked {live} "
+        "AND r.decision != 'static' ORDER BY r.at DESC LIMIT ?", (limit,)).fetchall()
+    return {
+        "by_decision": dict(conn.execute(f"SELECT r.decision, count(*) {live} GROUP BY r.decision").fetchall()),
+        "by_reason": dict(conn.execute(f"SELECT r.reason, count(*) {live} GROUP BY r.reason").fetchall()),
+        "pages": [{"url": url, "decision": decision, "reason": reason, "render_ms": ms, "requests": requests,
+                   "blocked": json.loads(blocked)} for url, decision, reason, ms, requests, blocked in rows],
+    }

@@ -29,6 +29,7 @@ from ingest.scheduler import JobInfo
 from store import conversations, curated
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, InvalidInput, NotFound
+from store.pages import render_stats
 from store.pages import stats as tenant_stats
 from store.search import Filters, FusionParams, SearchResult
 from store.tenants import Tenant, TenantInfo, validate_tenant_id
@@ -290,6 +291,7 @@ class TenantsController(Controller):
                 "SELECT reason, count(*) FROM crawl_errors WHERE run_id = (SELECT max(id) FROM crawl_runs) GROUP BY reason"
             ).fetchall())
             data["usage"] = conversations.usage(conn)
+            data["render"] = render_stats(conn)  # which pages needed a browser (crawl.render)
             return data
 
         return await tenant.read(collect)
