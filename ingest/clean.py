@@ -1,6 +1,7 @@
-"""Cleaning of extracted text before it is indexed: Unicode and whitespace normalisation, and
+"""Cleaning of extracted text before it is indexed: Unicode and whitespace normalisation,
 scrubbing of e-mail addresses, phone numbers, secrets and card numbers (a tenant's `clean`
-config chooses which: README.md, "Configuration").
+config chooses which: README.md, "Configuration"), and removal of prompt injection
+(``ingest/injection.py``) from everything a page's Document indexes or stores.
 """
 
 from __future__ import annotations
@@ -12,8 +13,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import msgspec
+from selectolax.lexbor import LexborHTMLParser
 
-from ingest.document import Document, Section
+from ingest.charset import decode_html
+from ingest.document import Action, Document, Form, Section
+from ingest.injection import Finding, is_injection, strip_injections
 from store.config import CleanSettings
 
 EMAIL_TOKEN = "[email]"
@@ -97,13 +101,22 @@ _EMAIL = re.compile(
 _FILE_SUFFIXES = {"png", "jpg", "jpeg", "gif", "svg", "webp", "avif", "ico", "bmp", "tif", "tiff"}
 
 
+_LOCAL_PART_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.%+-")
+
+
 def _find_emails(text: str) -> Iterator[Span]:
-    if "@" not in text:  # the regex would otherwise try every word of the text
-        return
-    for match in _EMAIL.finditer(text):
-        if match.group(1).lower() in _FILE_SUFFIXES:
-            continue
-        yield match.start(), match.end(), EMAIL_TOKEN
+    # Each address holds exactly one "@": the pattern is tried where its local part would start
+    # before each "@", not at every character of the text.
+    at = text.find("@")
+    while at != -1:
+        start = at
+        while start > 0 and at - start <= 64 and (text[start - 1] in _LOCAL_PART_CHARS or
+                                                   (text[start - 1].isalnum() and not text[start - 1].isascii())):
+            start -= 1
+        match = _EMAIL.match(text, start) if 0 < at - start <= 64 else None
+        if match is not None and match.group(1).lower() not in _FILE_SUFFIXES:
+            yield match.start(), match.end(), EMAIL_TOKEN
+        at = text.find("@", at + 1)
 
 
 # Phone numbers: deliberately narrow shapes, so that versions (3.11.2), dates, times, years,
@@ -136,10 +149,26 @@ def _is_phone(candidate: str, preceding: str) -> bool:
     return 9 <= digits <= 13
 
 
+# Every phone number and card number lies inside a run of these characters, and a run is found
+# far faster than the patterns (a character class leads it): the patterns run on the runs alone,
+# seeing the text around them for their look-behind and look-ahead.
+_NUMBER_RUN = re.compile(r"[0-9][0-9 ().+/-]{6,}")
+
+
+def _number_runs(text: str, min_digits: int) -> Iterator[tuple[int, int]]:
+    for run in _NUMBER_RUN.finditer(text):
+        if sum(map(run.group().count, "0123456789")) >= min_digits:
+            start = run.start()
+            while start and text[start - 1] in "+(" and run.start() - start < 2:
+                start -= 1  # "+1 …", "(415) …": the run starts at its first digit
+            yield start, run.end()
+
+
 def _find_phones(text: str) -> Iterator[Span]:
-    for match in _PHONE.finditer(text):
-        if _is_phone(match.group(), text[max(0, match.start() - 24) : match.start()]):
-            yield match.start(), match.end(), PHONE_TOKEN
+    for start, end in _number_runs(text, 8):
+        for match in _PHONE.finditer(text, start, min(len(text), end + 1)):
+            if _is_phone(match.group(), text[max(0, match.start() - 24) : match.start()]):
+                yield match.start(), match.end(), PHONE_TOKEN
 
 
 _CARD = re.compile(r"(?<![\w.,/=#-])[2-6]\d{3}(?:[ -]?\d){9,15}(?![\w]|[.,-]\d)")
@@ -156,7 +185,8 @@ def luhn_valid(digits: str) -> bool:
 
 
 def _find_cards(text: str) -> Iterator[Span]:
-    for match in _CARD.finditer(text):
+    matches = (m for start, end in _number_runs(text, 13) for m in _CARD.finditer(text, start, min(len(text), end + 1)))
+    for match in matches:
         digits = re.sub(r"\D", "", match.group())
         if 13 <= len(digits) <= 19 and luhn_valid(digits) and len(set(digits)) > 1:
             yield match.start(), match.end(), CARD_TOKEN
@@ -195,9 +225,13 @@ _KNOWN_TOKENS = re.compile(
 )
 _NEEDS_A_DIGIT = {"openai", "slack"}
 # Only the credential after "Bearer" is secret; the word stays so the text still reads.
-_BEARER = re.compile(r"\b(?:Bearer|Token|Basic)\s+([A-Za-z0-9._~+/-]{16,}+=*+)")
+_BEARERS = [(word, re.compile(word + r"\s+([A-Za-z0-9._~+/-]{16,}+=*+)")) for word in ("Bearer", "Token", "Basic")]
+_WORD_CHAR = re.compile(r"\w")
 # Long runs of key-like characters; a run of hex digits is judged as hex, others as base64.
-_TOKEN_RUN = re.compile(r"(?<![\w/+=-])[A-Za-z0-9+/_-]{32,}+={0,2}+(?![\w/+=-])")
+# Long runs of key-like characters, found without look-around (so a character class leads the
+# search, which is fast); `_token_runs` checks the run's two edges.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}+={0,2}+")
+_TOKEN_EDGE = re.compile(r"[\w/+=-]")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials.
 _DIGEST_LABEL = re.compile(
@@ -228,11 +262,18 @@ def _find_secrets(text: str) -> Iterator[Span]:
         for match in _KNOWN_TOKENS.finditer(text):
             if match.lastgroup not in _NEEDS_A_DIGIT or _has_digit(match.group()):
                 yield match.start(), match.end(), SECRET_TOKEN
-    if "Bearer" in text or "Token" in text or "Basic" in text:
-        for match in _BEARER.finditer(text):
-            if _has_digit(match.group(1)):
-                yield match.start(1), match.end(1), SECRET_TOKEN
+    credentials = [
+        match for word, pattern in _BEARERS if word in text  # each starts with its word: a fast search
+        for match in pattern.finditer(text)
+        if not (match.start() and _WORD_CHAR.match(text, match.start() - 1))  # not inside a longer word
+    ]
+    for match in sorted(credentials, key=lambda m: m.start()):
+        if _has_digit(match.group(1)):
+            yield match.start(1), match.end(1), SECRET_TOKEN
     for match in _TOKEN_RUN.finditer(text):
+        start, end = match.span()
+        if (start and _TOKEN_EDGE.match(text, start - 1)) or (end < len(text) and _TOKEN_EDGE.match(text, end)):
+            continue  # part of a longer word, path or run
         token = match.group()
         if _HEX.fullmatch(token):
             secret = _looks_like_a_hex_key(token, text[max(0, match.start() - 16) : match.start()])
@@ -362,30 +403,222 @@ def clean_text(text: str, settings: CleanSettings) -> str:
     return scrub(normalise_text(text), settings)
 
 
+# ---------------------------------------------------------------------------------------------
+# The raw-HTML cache
+# ---------------------------------------------------------------------------------------------
+
+
+def scrub_html(html: bytes, encoding: str | None, settings: CleanSettings) -> tuple[bytes, str | None]:
+    """A page's HTML as the raw cache keeps it: scrubbed with the tenant's settings like the index.
+
+    The markup is scrubbed as text — element text, comments, scripts and JSON-LD, attribute
+    values — except the addresses in URL attributes (href, src, action…): their scheme, host
+    and path stay as they are; a query string, a fragment and a mailto:/tel: link are scrubbed.
+    Then it is read back as a parser does, so that text spelled with character references
+    ("jane&#64;example.com") is caught too. An untouched page keeps its bytes and encoding; a changed one is stored as
+    UTF-8, which the extractor reads first whatever the page declares.
+    """
+    text = decode_html(html, encoding=encoding)
+    scrubbed = _scrub_parsed(_scrub_markup(text.replace("\x00", ""), settings), settings)
+    if scrubbed == text:
+        return html, encoding
+    return scrubbed.encode("utf-8"), "utf-8"
+
+
+# An attribute value (found from its "=", which a fast search can look for), and the URL
+# attributes' names that may come before it.
+_ATTRIBUTE_VALUE = re.compile(r"""=[ \t\n]*(?:"([^"]*)"|'([^']*)'|([^\s>"'=]+))""")
+_URL_ATTRIBUTE_NAME = re.compile(
+    r"(?:^|[\s\"'/])(?:href|src|srcset|action|cite|poster|formaction|data|background|longdesc|ping|manifest"
+    r"|xlink:href)[ \t\n]*$",
+    re.IGNORECASE,
+)
+
+
+def _link_addresses(markup: str) -> Iterator[tuple[int, int]]:
+    """Where the addresses of links (href, src… values up to a query string or fragment) are in
+    the markup; mailto:, tel: and other contact links are not addresses to keep."""
+    for match in _ATTRIBUTE_VALUE.finditer(markup):
+        start = match.start()
+        if _URL_ATTRIBUTE_NAME.search(markup, max(0, start - 16), start):
+            group = next(g for g in (1, 2, 3) if match.group(g) is not None)
+            value = match.group(group)
+            if value.lower().lstrip().startswith(_CONTACT_SCHEMES):
+                continue
+            cut = min((i for i in (value.find("?"), value.find("#")) if i != -1), default=len(value))
+            if cut:
+                yield match.start(group), match.start(group) + cut
+_CONTACT_SCHEMES = ("mailto:", "tel:", "sms:", "callto:")
+
+
+def _scrub_markup(markup: str, settings: CleanSettings) -> str:
+    """Scrub the markup as text, link addresses apart (see `scrub_html`)."""
+    if not _detectors(settings):
+        return markup
+    urls = list(_link_addresses(markup))
+    pieces: list[str] = []
+    last = 0
+    for start, end in urls:
+        pieces.append(markup[last:start])
+        last = end
+    pieces.append(markup[last:])
+    # One scrub of all the text between the links, NUL-separated (no detector matches across it).
+    joined = "\x00".join(pieces)
+    scrubbed = scrub(joined, settings)
+    parts = scrubbed.split("\x00") if scrubbed != joined else pieces
+    if len(parts) != len(pieces):  # a match spanned a link after all (a private key around one)
+        return scrub(markup, settings)
+    out: list[str] = [parts[0]]
+    for (start, end), part in zip(urls, parts[1:], strict=True):
+        out.append(markup[start:end])
+        out.append(part)
+    return "".join(out)
+
+
+_NUMERIC_REFERENCE = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
+_NAMED_REFERENCE = re.compile(r"&(?:commat|period|plus|lpar|rpar|hyphen|num|colon);", re.IGNORECASE)
+_SPELLING = frozenset("@+.()-:_/" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _spells_with_references(markup: str) -> bool:
+    """Whether the markup writes a letter, digit or address character as a character reference
+    (the way pages hide addresses from harvesters): only then can its parsed text differ."""
+    if "&" not in markup:
+        return False
+    for match in _NUMERIC_REFERENCE.finditer(markup):
+        hex_code, decimal = match.groups()
+        code = int(hex_code, 16) if hex_code else int(decimal)
+        if code < 0x110000 and chr(code) in _SPELLING:
+            return True
+    return _NAMED_REFERENCE.search(markup) is not None
+
+
+def _scrub_parsed(markup: str, settings: CleanSettings) -> str:
+    """What scrubbing the markup as text missed, found in the parsed page: a text node or an
+    attribute value (character references resolved) that still holds something to scrub is
+    scrubbed in place, and the page serialised again. Most pages need nothing of this."""
+    if not _spells_with_references(markup):
+        return markup  # the parsed text says nothing the markup does not
+    tree = LexborHTMLParser(markup)
+    root = tree.root
+    if root is None:
+        return markup
+    texts = []
+    attributes = []
+    for node in root.traverse(include_text=True):  # the tree is changed only after the walk
+        if node.tag == "-text":
+            value = node.text_content or ""
+            if value and (cleaned := scrub(value, settings)) != value:
+                texts.append((node, cleaned))
+            continue
+        for name, value in node.attributes.items():
+            if value and (cleaned := scrub(value, settings)) != value:
+                attributes.append((node, name, cleaned))
+    if not texts and not attributes:
+        return markup
+    for node, name, cleaned in attributes:
+        node.attrs[name] = cleaned
+    for node, cleaned in texts:
+        node.replace_with(cleaned)
+    return tree.html or markup
+
+
+class _Cleaner:
+    """Cleans every text of one page that gets indexed or stored, and keeps what it takes out as
+    prompt injection (``ingest/injection.py``) for the site owner."""
+
+    def __init__(self, settings: CleanSettings, flags: list[Finding]) -> None:
+        self.settings = settings
+        self.flags = flags
+
+    def text(self, text: str, where: str) -> str:
+        """Normalised, scrubbed, and without passages that address an AI model."""
+        kept, found = strip_injections(clean_text(text, self.settings), where)
+        for finding in found:
+            if finding.text.startswith("Image:"):
+                finding = msgspec.structs.replace(finding, where=f"image alt ({where})" if where else "image alt")
+            self.flags.append(finding)
+        return kept
+
+    def value(self, value: object, where: str) -> object:
+        """Structured data (JSON-LD items, action parameters) with its strings cleaned, as stored
+        in the file and handed to agents (MCP): scrubbed, and a string that carries an injection
+        is dropped. Whitespace inside strings is left as it was."""
+        if isinstance(value, str):
+            if not value:
+                return value
+            kept, found = strip_injections(scrub(value, self.settings), where)
+            self.flags.extend(found)
+            return kept
+        if isinstance(value, dict):
+            return {key: self.value(item, where) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.value(item, where) for item in value]
+        return value
+
+    def name(self, name: str) -> bool:
+        """Whether a field or action name is usable: it reads as no instruction to a model."""
+        from ingest.actions import humanise_name  # ingest.actions imports this module
+
+        if is_injection(humanise_name(name)):
+            self.flags.append(Finding(reason="name", text=name[:200], where="form or action name"))
+            return False
+        return True
+
+    def form(self, form: Form) -> Form | None:
+        fields = []
+        for field in form.fields:
+            if not self.name(field.name):
+                continue
+            options = tuple(o for o in (self.text(o, "form") for o in field.options) if o)
+            fields.append(msgspec.structs.replace(field, label=self.text(field.label, "form"), options=options))
+        if not fields:
+            return None
+        return msgspec.structs.replace(form, name=self.text(form.name, "form"), fields=tuple(fields))
+
+    def action(self, action: Action) -> Action | None:
+        if not self.name(action.name):
+            return None
+        return msgspec.structs.replace(
+            action,
+            label=self.text(action.label, "action"),
+            description=self.text(action.description, "action"),
+            params=self.value(action.params, "action"),
+        )
+
+
 def clean_document(doc: Document, settings: CleanSettings) -> Document:
-    """A copy of ``doc`` whose indexed text (title, description, sections, facts) is cleaned.
+    """A copy of ``doc`` whose indexed and stored text (title, description, sections, facts,
+    forms, actions, breadcrumbs) is cleaned: normalised, scrubbed per the tenant's settings, and
+    rid of prompt injection, which lands in ``doc.flags``.
 
     Sections and facts left empty by cleaning are dropped.
     """
+    flags = list(doc.flags)
+    cleaner = _Cleaner(settings, flags)
     sections = []
     for section in doc.sections:
-        text = clean_text(section.text, settings)
+        path = tuple(h for h in (cleaner.text(h, "heading") for h in section.heading_path) if h)
+        text = cleaner.text(section.text, " > ".join(path))
         if text:
-            path = tuple(clean_text(h, settings) for h in section.heading_path)
             sections.append(Section(heading_path=path, text=text, kind=section.kind))
     facts = []
     for fact in doc.facts:
-        text = clean_text(fact.text, settings)
+        text = cleaner.text(fact.text, f"structured data ({fact.type})")
         if text:
-            facts.append(msgspec.structs.replace(fact, text=text))
+            data = cleaner.value(fact.data, f"structured data ({fact.type})")
+            facts.append(msgspec.structs.replace(fact, text=text, data=data))
     return msgspec.structs.replace(
         doc,
-        title=clean_text(doc.title, settings),
-        description=clean_text(doc.description, settings),
+        title=cleaner.text(doc.title, "title"),
+        description=cleaner.text(doc.description, "description"),
         sections=sections,
         facts=facts,
-        breadcrumbs=[c for c in (clean_text(b, settings) for b in doc.breadcrumbs) if c],
+        forms=[f for f in (cleaner.form(form) for form in doc.forms) if f is not None],
+        actions=[a for a in (cleaner.action(action) for action in doc.actions) if a is not None],
+        breadcrumbs=[c for c in (cleaner.text(b, "breadcrumbs") for b in doc.breadcrumbs) if c],
+        flags=flags,
     )
 
 
-__all__ = ["clean_document", "clean_text", "luhn_valid", "normalise_text", "scrub"]
+__all__ = ["clean_document", "clean_text", "luhn_valid", "normalise_text", "scrub", "scrub_html"]

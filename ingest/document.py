@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import msgspec
 
+from ingest.injection import Finding
+
 #: Chunk and section kinds, as stored in the tenant file (the CHECK in store/migrations.py).
 KINDS = ("prose", "fact", "faq", "form", "action")
 
@@ -89,3 +91,6 @@ class Document(msgspec.Struct):
     links: list[str] = msgspec.field(default_factory=list)
     noindex: bool = False
     nofollow: bool = False
+    flags: list[Finding] = msgspec.field(default_factory=list)
+    """Passages kept out of the index as prompt injection (``ingest/injection.py``): found in
+    hidden elements and comments by extraction, in indexed text by cleaning."""

@@ -16,6 +16,7 @@ from ingest.charset import decode_html
 from ingest.crawl.urls import LinkResolver
 from ingest.document import Document, Section
 from ingest.facts import extract_structured
+from ingest.injection import Finding, strip_injections
 from ingest.lang import detect_language
 from ingest.maincontent import find_main, main_sections, strip_boilerplate
 from ingest.metadata import (
@@ -100,6 +101,31 @@ def page_links(tree: LexborHTMLParser, base: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Text a visitor never sees
+# ---------------------------------------------------------------------------------------------
+
+_COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
+MAX_UNSEEN_CHARS = 200_000
+
+
+def unseen_injections(hidden_texts: list[str], html: str) -> list[Finding]:
+    """Prompt injection in what the page hides from visitors: hidden elements' text and HTML
+    comments. None of it is indexed; the findings tell the site owner it is there."""
+    findings: list[Finding] = []
+    budget = MAX_UNSEEN_CHARS
+    sources = [("hidden element", text) for text in hidden_texts]
+    if "<!--" in html:
+        sources += [("HTML comment", match.group(1)) for match in _COMMENT.finditer(html, 0, 2_000_000)]
+    for where, text in sources:
+        if budget <= 0:
+            break
+        text = collapse_whitespace(text)[:budget]
+        budget -= len(text)
+        findings.extend(strip_injections(text, where)[1])
+    return findings
+
+
+# ---------------------------------------------------------------------------------------------
 # The whole page
 # ---------------------------------------------------------------------------------------------
 
@@ -127,16 +153,17 @@ def extract(
     links = [] if nofollow else page_links(tree, base)
 
     sections: list[Section] = []
+    hidden: list[str] = []
     updated = structured.date_modified
     main = find_main(tree)
     if main is not None:
         updated = updated_date(meta, structured.date_modified, main)
-        strip_boilerplate(main)
+        hidden = strip_boilerplate(main)
         sections = main_sections(main, title)
         body = tree.body
         if not sections and body is not None and body.mem_id != main.mem_id:
             # An empty <main> (a hero banner, a JavaScript mount point): use the whole page.
-            strip_boilerplate(body)
+            hidden += strip_boilerplate(body)
             sections = main_sections(body, title)
     lang = declared_language(tree, meta) or detect_language(
         " ".join(s.text for s in sections[:8])[:3000]
@@ -158,4 +185,5 @@ def extract(
         links=links,
         noindex=noindex,
         nofollow=nofollow,
+        flags=unseen_injections(hidden, text),
     )

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ingest.chunk import Chunk, chunk_document
-from ingest.clean import clean_document
+from ingest.clean import clean_document, scrub_html
 from ingest.document import Document
 from ingest.embed import Embedder
 from ingest.lang import detect_language
@@ -21,7 +21,9 @@ from store.pages import (
     WriteStats,
     mark_fetched,
     missing_hashes,
+    replace_html,
     tombstone_page,
+    unscrubbed_html,
     vector_bytes,
     write_page,
 )
@@ -29,10 +31,10 @@ from store.tenants import Tenant
 
 
 def document_hash(doc: Document) -> str:
-    """Hash of everything that would be indexed: decides whether a page changed."""
-    payload = msgspec.json.encode(
-        [doc.title, doc.description, doc.lang, doc.sections, doc.facts, doc.forms, doc.actions]
-    )
+    """Hash of everything that would be indexed or stored: decides whether a page changed. A
+    page's injection flags count only when it has some, so that other pages keep their hash."""
+    parts = [doc.title, doc.description, doc.lang, doc.sections, doc.facts, doc.forms, doc.actions]
+    payload = msgspec.json.encode(parts + [doc.flags] if doc.flags else parts)
     return hashlib.blake2b(payload, digest_size=16).hexdigest()
 
 
@@ -118,6 +120,8 @@ class PageIndexer:
             return WriteStats(page_id=0, changed=False, chunks_added=0, chunks_deleted=0)
         missing = missing_hashes(self.tenant.reader(), (c.hash for c in chunks))
         vectors = self._embed(doc, chunks, missing)
+        if html is not None:  # the raw cache holds no more than the index: scrubbed the same way
+            html, encoding = scrub_html(html, encoding, self.clean)
         page = PageWrite(
             url=doc.canonical_url or doc.url,
             fetched_url=doc.url,
@@ -137,6 +141,7 @@ class PageIndexer:
             facts=[msgspec.to_builtins(f) for f in doc.facts],
             forms=[msgspec.to_builtins(f) for f in doc.forms],
             actions=[msgspec.to_builtins(a) for a in doc.actions],
+            flags=[msgspec.to_builtins(f) for f in doc.flags],
         )
         try:
             stats = self._write(page)
@@ -147,6 +152,18 @@ class PageIndexer:
                 row.vector = vectors.get(row.hash)
             stats = self._write(page)
         return stats
+
+    def scrub_raw_cache(self, batch: int = 100) -> int:
+        """Scrub the raw-HTML cache rows an older frontdesk stored as fetched; returns how many.
+        A crawl job does this first, so an upgraded file is cleaned by its next crawl (or by
+        `frontdesk crawl ID --reparse`) without fetching anything."""
+        done = 0
+        while rows := unscrubbed_html(self.tenant.reader(), batch):
+            scrubbed = [(page_id, *scrub_html(html, encoding, self.clean)) for page_id, html, encoding in rows]
+            with self.tenant.write() as conn:
+                replace_html(conn, scrubbed)
+            done += len(rows)
+        return done
 
     def _embed(self, doc: Document, chunks: list[Chunk], hashes: set[str]) -> dict[str, bytes]:
         fresh = list({c.hash: c for c in chunks if c.hash in hashes}.values())

@@ -169,9 +169,9 @@ _PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     ("override", (("system",), ("instruction", "prompt")),
      r"\b(?:new|updated|real|actual|true|secret|hidden)\s+system\s+(?:instructions?|prompt)\b"),
     ("override", (("instruction",),),
-     r"(?:^|[\n.!?]\s*)(?:real|actual|true|secret|hidden)\s+instructions?\s*[:\-]"),
+     r"(?:^|(?<=[\n.!?]))\s*(?:real|actual|true|secret|hidden)\s+instructions?\s*[:\-]"),
     ("role_change", (("you",), ("now", "longer")),
-     rf"\byou\s+are\s+(?:now|no\s+longer)\s+(?:an?\s+|the\s+)?(?:\w+\s+){{0,2}}?"
+     rf"\byou\s+are\s+(?:now|no\s+longer)\s+(?:an?\s+|the\s+)?(?:[\w'-]+,?\s+(?:an?\s+|the\s+)?){{0,3}}?"
      rf"(?:{_AI}|dan|persona|jailbroken|unrestricted|unfiltered)\b"),
     ("role_change", (("now",), ("you",)),
      rf"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+be|will\s+act\s+as|must\s+act\s+as)\s+"
@@ -193,7 +193,7 @@ _PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     ("addressed_to_ai", (AI, ("attention", "dear", "hey", "hello", "hi", "listen")),
      rf"\b(?:attention|dear|hey|hello|hi|listen\s+up|listen),?\s+(?:all\s+|any\s+)?(?:\w+\s+)?{_AI}\b"),
     ("addressed_to_ai", (AI, (",", ":")),
-     rf"(?:^|[\n.!?:;]\s*)(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{_AI}"
+     rf"(?:^|(?<=[\n.!?:;(\[\"“—]))\s*(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{_AI}"
      rf"(?:\s+(?:reading|processing|summari[sz]ing|answering)\s+(?:this|these)[\w\s]*?)?\s*[,:]\s*"
      rf"(?:please\s+|you\s+)?{_DIRECTIVE_VERBS}\b"),
     ("addressed_to_ai", (AI, ("you",)),
@@ -271,8 +271,8 @@ def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
             continue
         for match in pattern.finditer(folded):
             start = match.start()
-            while start < match.end() and folded[start] in "\n.!?:; \t":
-                start += 1  # a pattern anchored on the previous sentence's end starts after it
+            while start < match.end() and folded[start].isspace():
+                start += 1  # a pattern anchored on a line or sentence start begins at its first word
             yield reason, start, match.end()
 
 
@@ -317,7 +317,7 @@ def _closing_tag_end(folded: str, origin: list[int] | None, start: int) -> int |
     opening = _OPENING_TAG.match(folded, start)
     if opening is None:
         return None
-    name = next(g for g in opening.groups() if g)
+    name = next((g for g in opening.groups() if g), "")  # "" for <|im_start|>: its end is <|im_end|>
     for closing in _CLOSING_TAG.finditer(folded, opening.end()):
         closing_name = next((g for g in closing.groups() if g), "")
         if closing_name.rstrip("s") == name.rstrip("s") or not closing_name:

@@ -1,10 +1,18 @@
 """Main-content finding: the element that holds the page's own content, the boilerplate removed
 from it (navigation, sidebars, footers, hidden and cookie-banner elements), and its text cut into
 heading-scoped Sections (lists, tables, code blocks, definition lists and image alt text kept).
+
+Indexable text is what a visitor can see: element text, and the alt text of an image that is
+shown. Text a visitor cannot see is never indexed: hidden elements (``hidden``, aria-hidden,
+display:none, visibility:hidden, zero or one-pixel fonts and boxes, off-screen positions,
+clipping, transparent text, hiding utility classes), ``<template>``, comments, and the alt text
+of hidden or tracking-pixel images. `strip_boilerplate` returns the text of the hidden elements it
+removed, so that extraction can look there for instructions aimed at an AI.
 """
 
 from __future__ import annotations
 
+import html as html_lib
 import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -53,13 +61,12 @@ def find_main(tree: LexborHTMLParser) -> LexborNode | None:
 
 _ALWAYS_DROPPED = ", ".join(
     (
-        "script, style, noscript, template, svg, math, iframe, object, embed, canvas, nav",
+        "script, style, noscript, svg, math, iframe, object, embed, canvas, nav",
         "footer, button, select, textarea, input, dialog, link, meta",
-        '[aria-hidden="true"], [hidden], [role="banner"], [role="navigation"]',
+        '[role="banner"], [role="navigation"]',
         '[role="contentinfo"], [role="complementary"], [role="search"], [role="dialog"]',
         '[role="alertdialog"], [role="menu"], [role="menubar"], [role="toolbar"]',
-        '[style*="display:none"], [style*="display: none"], [style*="visibility:hidden"]',
-        ".headerlink, .visually-hidden, .sr-only, .screen-reader-text, .skip-link",
+        ".headerlink, .skip-link",
         ".linenos, .lineno, .linenodiv, .copybutton, .md-clipboard",
         '#onetrust-consent-sdk, #CybotCookiebotDialog, .cc-window, [id*="cookie-banner" i]',
         '[class*="cookie-banner" i], [id*="cookie-consent" i], [class*="cookie-consent" i]',
@@ -68,21 +75,92 @@ _ALWAYS_DROPPED = ", ".join(
 )
 
 
+# Inline styles that hide an element's text from sight (the style compacted: lower case, no
+# spaces). Opacity 0 is left out on purpose: sites fade content in from it.
+_HIDING_STYLE = re.compile(
+    r"display:none|visibility:(?:hidden|collapse)|font-size:(?:0(?:\.\d+)?|1)(?:px|pt|em|rem|%)?(?:;|$|!)"
+    r"|(?:left|top|right|bottom|margin-left|margin-top|text-indent):-\d{3,}"
+    r"|clip:rect\(0(?:px)?[,)]|clip:rect\(0(?:px)?0|clip-path:inset\(50%|transform:scale\(0\)"
+    r"|color:transparent|color:rgba\([\d.,]+,0\)"
+)
+_BOX_COLLAPSED = re.compile(r"(?:^|;)(?:max-)?(?:height|width):(?:0|1px)(?:px)?(?:;|$|!)")
+_HIDING_CLASSES = {
+    "visually-hidden", "visuallyhidden", "sr-only", "screen-reader-text", "screen-reader-only", "hidden",
+    "is-hidden", "d-none", "hide", "invisible", "display-none", "u-hidden", "element-invisible", "offscreen",
+}  # fmt: skip
+# "hidden md:block", "d-none d-lg-block": hidden on small screens only, shown on others.
+_SHOWN_AT_SOME_WIDTH = re.compile(r"^(?:[a-z0-9]+:(?:block|flex|inline|inline-block|grid|table|contents)"
+                                  r"|d-(?:sm|md|lg|xl|xxl)-(?:block|flex|inline|inline-block|grid|table))$")
+
+
+def hidden_by_style(style: str) -> bool:
+    """Whether an inline style hides the element's text from sight."""
+    compact = "".join(style.lower().split())
+    if not compact:
+        return False
+    if _HIDING_STYLE.search(compact):
+        return True
+    return "overflow:hidden" in compact and _BOX_COLLAPSED.search(compact) is not None
+
+
+def hidden_by_class(classes: str) -> bool:
+    """Whether the element carries a utility class that hides it at every screen width."""
+    names = classes.lower().split()
+    return bool(_HIDING_CLASSES.intersection(names)) and not any(_SHOWN_AT_SOME_WIDTH.match(n) for n in names)
+
+
+def is_hidden(node: LexborNode) -> bool:
+    """Whether a visitor cannot see the element (its own attributes; ancestors are not checked).
+
+    A ``hidden`` tab panel is real content behind a tab: it counts as shown.
+    """
+    attrs = node.attributes
+    if node.tag == "template":
+        return True
+    if "hidden" in attrs and attrs.get("role") != "tabpanel":
+        return True
+    if (attrs.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    style = attrs.get("style")
+    if style and hidden_by_style(style):
+        return True
+    classes = attrs.get("class")
+    return bool(classes) and hidden_by_class(classes)
+
+
+def _tiny(value: str | None) -> bool:
+    value = (value or "").strip().lower().removesuffix("px")
+    return value.isdigit() and int(value) <= 2
+
+
+def image_alt(node: LexborNode) -> str:
+    """The alt text of an image a visitor sees ("" for tracking pixels and hidden images)."""
+    attrs = node.attributes
+    if _tiny(attrs.get("width")) or _tiny(attrs.get("height")) or is_hidden(node):
+        return ""
+    if (attrs.get("role") or "").lower() in ("presentation", "none"):
+        return ""
+    return collapse_whitespace(attrs.get("alt") or "")
+
+
 # Cookie banners are matched by their id or class only: a selector as loose as
 # [aria-label*=cookie] also matches <article aria-label="Rocky Road Cookies">.
-def strip_boilerplate(main: LexborNode) -> None:
-    """Remove non-content elements inside ``main``, in place.
+def strip_boilerplate(main: LexborNode) -> list[str]:
+    """Remove non-content elements inside ``main``, in place; return the text of the removed
+    elements a visitor could not see (see the module docstring).
 
     <header> and <aside> are page furniture only at page level: inside an article or section
     they hold the article's own title or notes (Sphinx renders footnotes as <aside>), so they
     stay there. A ``hidden`` tab panel is real content behind a tab, and stays too.
     """
-    doomed = [
-        node
-        for node in main.css(_ALWAYS_DROPPED)  # note: css() can match ``main`` itself
-        if node.mem_id != main.mem_id
-        and not (node.attributes.get("role") == "tabpanel" and "hidden" in node.attributes)
-    ]
+    doomed = [node for node in main.css(_ALWAYS_DROPPED) if node.mem_id != main.mem_id]  # css() can match main
+    hidden = [node for node in main.css("[hidden], [aria-hidden], [style], [class], template")
+              if node.mem_id != main.mem_id and is_hidden(node)]
+    hidden_ids = {node.mem_id for node in hidden}
+    # The outermost hidden elements, for their text (an inner one's text is in its ancestor's).
+    hidden_texts = [hidden_text(node) for node in hidden
+                    if not _has_ancestor_in(node, hidden_ids, stop=main)]
+    doomed.extend(hidden)
     for node in main.css("header, aside"):
         if node.mem_id == main.mem_id:
             continue
@@ -96,6 +174,26 @@ def strip_boilerplate(main: LexborNode) -> None:
     in_document_order = [node for node in main.traverse() if node.mem_id in doomed_ids]
     for node in reversed(in_document_order):
         node.decompose()
+    return [text for text in hidden_texts if text]
+
+
+def _has_ancestor_in(node: LexborNode, ids: set[int], stop: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None and parent.mem_id != stop.mem_id:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
+
+
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def hidden_text(node: LexborNode) -> str:
+    """The text inside a hidden element, image alt text included (a template's too)."""
+    if node.tag == "template":  # its content is a separate fragment: read it from the markup
+        return collapse_whitespace(html_lib.unescape(_TAGS.sub(" ", node.html or "")))
+    return flat_text(node)
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -136,7 +234,7 @@ def flat_text(node: LexborNode) -> str:
         if tag in _BLOCKS or tag == "br":
             pieces.append(" ")
         elif tag == "img":
-            pieces.append(current.attributes.get("alt") or "")
+            pieces.append(image_alt(current))
         stack.extend(reversed(list(current.iter(include_text=True))))
     return collapse_whitespace("".join(pieces))
 
@@ -299,7 +397,7 @@ class _SectionBuilder:
             self.inline.append(_LINE_BREAK)
             return _SKIP
         if tag == "img":
-            alt = collapse_whitespace(node.attributes.get("alt") or "")
+            alt = image_alt(node)
             if alt and not _FILENAME_ALT.match(alt) and alt not in self.images:
                 self.images.append(alt)
             return _SKIP

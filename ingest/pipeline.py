@@ -312,6 +312,8 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     trace = {"trace_id": job_id, "tenant": tenant.id, "kind": kind}
     log.info("crawl started", extra=trace)
     job.states = await anyio.to_thread.run_sync(lambda: page_states(tenant.reader()))
+    # A file from before the raw cache was scrubbed is cleaned by its first crawl (README, "Operations").
+    await anyio.to_thread.run_sync(job.indexer.scrub_raw_cache)
     try:
         if options.reparse:
             await _reparse(job)

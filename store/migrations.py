@@ -321,6 +321,53 @@ def m003_render_decisions(conn: apsw.Connection, dim: int) -> None:
     )
 
 
+@migration
+def m005_trust(conn: apsw.Connection, dim: int) -> None:
+    """What a hostile site taught (issue 13):
+
+    - ``page_flags``: passages kept out of the index as prompt injection (ingest/injection.py),
+      per page, with the reason, where on the page, and the text, for the site owner;
+    - ``page_html.scrubbed``: the raw-HTML cache is stored scrubbed of personal data and secrets
+      like the index; rows written before this are 0 until the crawler re-scrubs them;
+    - ``site_manifest``: the site's ``actions.json`` with its validators (conditional GET); its
+      actions are the ``actions`` rows without a page;
+    - ``site_contacts``: the business's own published phone numbers and e-mail addresses, learned
+      from its Organization / LocalBusiness data and contact page (``clean.allow_site_contacts``)."""
+    conn.execute(
+        """
+        CREATE TABLE page_flags (
+            id INTEGER PRIMARY KEY,
+            page_id INTEGER NOT NULL REFERENCES pages(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL DEFAULT 'injection',
+            reason TEXT NOT NULL,                -- override, fake_role_tag, addressed_to_ai…
+            location TEXT NOT NULL DEFAULT '',   -- where on the page: a heading path, "image alt"…
+            text TEXT NOT NULL,                  -- the passage kept out of the index
+            at REAL NOT NULL
+        );
+        CREATE INDEX page_flags_page ON page_flags(page_id);
+
+        ALTER TABLE page_html ADD COLUMN scrubbed INTEGER NOT NULL DEFAULT 0;
+
+        CREATE TABLE site_manifest (
+            url TEXT PRIMARY KEY,
+            etag TEXT,
+            last_modified TEXT,
+            content_hash TEXT,
+            actions INTEGER NOT NULL DEFAULT 0,
+            status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'gone', 'invalid')),
+            fetched_at REAL NOT NULL
+        ) WITHOUT ROWID;
+
+        CREATE TABLE site_contacts (
+            value TEXT PRIMARY KEY,              -- as published: "+1-207-555-0148", "hello@…"
+            kind TEXT NOT NULL CHECK (kind IN ('phone', 'email')),
+            source TEXT NOT NULL DEFAULT '',     -- the page it was learned from
+            seen_at REAL NOT NULL
+        ) WITHOUT ROWID;
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

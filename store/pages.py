@@ -57,6 +57,8 @@ class PageWrite(msgspec.Struct, kw_only=True):
     facts: list[dict] = msgspec.field(default_factory=list)
     forms: list[dict] = msgspec.field(default_factory=list)
     actions: list[dict] = msgspec.field(default_factory=list)
+    flags: list[dict] = msgspec.field(default_factory=list)
+    """Passages kept out of the index as prompt injection: {"reason", "text", "where"}."""
 
 
 class WriteStats(msgspec.Struct):
@@ -190,10 +192,16 @@ def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
             (page_id, action.get("name", ""), action.get("label", ""), action.get("selector", ""),
              action.get("url", ""), action.get("source", "data-action"), json.dumps(action, ensure_ascii=False)),
         )
+    conn.execute("DELETE FROM page_flags WHERE page_id = ?", (page_id,))
+    conn.executemany(
+        "INSERT INTO page_flags(page_id, reason, location, text, at) VALUES (?, ?, ?, ?, ?)",
+        [(page_id, flag.get("reason", ""), flag.get("where", ""), flag.get("text", ""), now) for flag in page.flags],
+    )
     if page.html is not None:
+        # The caller scrubbed it (ingest/clean.py scrub_html): the cache holds what the index does.
         conn.execute(
-            "INSERT INTO page_html(page_id, encoding, html) VALUES (?, ?, ?) "
-            "ON CONFLICT(page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html",
+            "INSERT INTO page_html(page_id, encoding, html, scrubbed) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT(page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html, scrubbed = 1",
             (page_id, page.encoding, zlib.compress(page.html, 6)),
         )
     return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added, chunks_deleted=deleted)
@@ -207,7 +215,7 @@ def tombstone_page(conn: apsw.Connection, url: str, reason: str, http_status: in
     page_id = row[0]
     old_ids = [r[0] for r in conn.execute("SELECT chunk_id FROM page_chunks WHERE page_id = ?", (page_id,))]
     conn.execute("DELETE FROM page_chunks WHERE page_id = ?", (page_id,))
-    for table in ("facts", "forms", "actions", "page_html"):
+    for table in ("facts", "forms", "actions", "page_html", "page_flags"):
         conn.execute(f"DELETE FROM {table} WHERE page_id = ?", (page_id,))
     conn.execute(
         "UPDATE pages SET status = 'gone', gone_reason = ?, http_status = COALESCE(?, http_status), "
@@ -239,6 +247,30 @@ def page_html(conn: apsw.Connection, page_id: int) -> tuple[bytes, str | None] |
     return (zlib.decompress(row[0]), row[1]) if row else None
 
 
+def unscrubbed_html(conn: apsw.Connection, limit: int = 100) -> list[tuple[int, bytes, str | None]]:
+    """Raw-cache rows written before the cache was scrubbed (schema 5): (page id, html, encoding)."""
+    rows = conn.execute(
+        "SELECT page_id, html, encoding FROM page_html WHERE scrubbed = 0 ORDER BY page_id LIMIT ?", (limit,)
+    ).fetchall()
+    return [(page_id, zlib.decompress(html), encoding) for page_id, html, encoding in rows]
+
+
+def replace_html(conn: apsw.Connection, rows: Iterable[tuple[int, bytes, str | None]]) -> None:
+    """Store re-scrubbed raw HTML in place of the old. Call inside a transaction.
+
+    SQLite's secure_delete is on while the old rows are overwritten, so the pages they freed are
+    zeroed rather than left in the file (and in every later backup) for anyone to read."""
+    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = 1")
+    try:
+        conn.executemany(
+            "UPDATE page_html SET html = ?, encoding = ?, scrubbed = 1 WHERE page_id = ?",
+            [(zlib.compress(html, 6), encoding, page_id) for page_id, html, encoding in rows],
+        )
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+
+
 def vector_bytes(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
@@ -257,6 +289,8 @@ class Stats(msgspec.Struct):
     last_crawl: dict | None
     sitemap_urls: int
     sitemap_covered: int
+    flagged: dict = msgspec.field(default_factory=dict)
+    """Pages with passages kept out of the index as prompt injection (`flagged_pages`)."""
 
 
 def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
@@ -284,7 +318,36 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
         sitemap_covered=one(
             "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
         ),
+        flagged=flagged_pages(conn),
     )
+
+
+def flagged_pages(conn: apsw.Connection, limit: int = 50) -> dict:
+    """For the site owner: active pages with passages kept out of the index as prompt injection,
+    how many by reason, and the pages (most flags first) with each passage and where it was."""
+    live = "FROM page_flags f JOIN pages p ON p.id = f.page_id AND p.status = 'active'"
+    rows = conn.execute(
+        f"SELECT p.id, p.url, p.title, f.reason, f.location, f.text {live} "
+        "ORDER BY (SELECT count(*) FROM page_flags g WHERE g.page_id = p.id) DESC, p.url, f.id"
+    ).fetchall()
+    pages: dict[int, dict] = {}
+    for page_id, url, title, reason, location, text in rows:
+        page = pages.get(page_id)
+        if page is None:
+            if len(pages) >= limit:
+                continue
+            page = pages[page_id] = {"url": url, "title": title, "flags": []}
+        page["flags"].append({"reason": reason, "where": location, "text": text})
+    by_reason: dict[str, int] = {}
+    for (reasons,) in conn.execute(f"SELECT f.reason {live}"):
+        for reason in reasons.split(","):
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    return {
+        "pages": conn.execute(f"SELECT count(DISTINCT f.page_id) {live}").fetchone()[0],
+        "flags": len(rows),
+        "by_reason": by_reason,
+        "flagged_pages": list(pages.values()),
+    }
 
 
 def is_active_page(conn: apsw.Connection, url: str) -> bool:
