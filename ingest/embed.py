@@ -26,6 +26,14 @@ from store.errors import BackendUnavailable, InvalidConfig
 
 log = logging.getLogger(__name__)
 
+# onnxruntime (1.29+) sends usage telemetry to mobile.events.data.microsoft.com from every process
+# that creates a session, and keeps a device id and an event cache under ~/.cache/Microsoft. Only
+# ORT_DISABLE_TELEMETRY set before onnxruntime is first imported stops all of it (the decision is
+# latched for the process; `onnxruntime.disable_telemetry_events()` alone still uploads). This is
+# the only module that imports onnxruntime, so setting it here covers every session we create;
+# an operator cannot turn it back on: frontdesk promises to call no one (README.md, "Privacy").
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
 #: Token budget the MiniLM model sees per text. The packaged tokenizer.json truncates at 128;
 #: the model was trained with 256 and retrieval is measurably better with it (re-measure with
 #: the SciFact run of docs/eval.md, "Commands").
@@ -145,6 +153,7 @@ class OnnxMiniLM(Embedder):
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
+            ort.disable_telemetry_events()  # belt and braces: the variable above is the real switch
             options = ort.SessionOptions()
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
