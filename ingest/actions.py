@@ -450,6 +450,20 @@ def _manifest_action(entry: Any, base_url: str) -> Action | None:
     )
 
 
+MANIFEST_PATH = "/actions.json"
+"""Where a site's manifest is looked for first: at the root of the site's origin."""
+
+
+def manifest_link(tree: _Queryable, base_url: str) -> str:
+    """The manifest a page points at with ``<link rel="actions" href="…">`` (absolute, http(s)),
+    or ""; the crawler fetches it besides ``/actions.json``."""
+    for link in tree.css('link[rel~="actions" i][href]'):
+        url = http_url(_attr(link, "href"), base_url)
+        if url:
+            return url
+    return ""
+
+
 def parse_actions_manifest(body: bytes | str, base_url: str) -> list[Action]:
     """Parse a site's ``/actions.json``; anything unusable yields fewer actions, never an error.
 

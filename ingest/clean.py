@@ -587,6 +587,15 @@ class _Cleaner:
         )
 
 
+def clean_actions(actions: list[Action], settings: CleanSettings,
+                  where: str = "actions.json") -> tuple[list[Action], list[Finding]]:
+    """Actions from a site's manifest, cleaned as a page's are; and what was taken out."""
+    flags: list[Finding] = []
+    cleaner = _Cleaner(settings, flags)
+    kept = [a for a in (cleaner.action(action) for action in actions) if a is not None]
+    return kept, [msgspec.structs.replace(f, where=f"{where}: {f.where}") for f in flags]
+
+
 def clean_document(doc: Document, settings: CleanSettings) -> Document:
     """A copy of ``doc`` whose indexed and stored text (title, description, sections, facts,
     forms, actions, breadcrumbs) is cleaned: normalised, scrubbed per the tenant's settings, and

@@ -91,6 +91,8 @@ class Document(msgspec.Struct):
     links: list[str] = msgspec.field(default_factory=list)
     noindex: bool = False
     nofollow: bool = False
+    actions_manifest: str = ""
+    """The actions.json the page points at (``<link rel="actions">``), if any."""
     flags: list[Finding] = msgspec.field(default_factory=list)
     """Passages kept out of the index as prompt injection (``ingest/injection.py``): found in
     hidden elements and comments by extraction, in indexed text by cleaning."""

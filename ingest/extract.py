@@ -11,7 +11,7 @@ from urllib.parse import urldefrag
 
 from selectolax.lexbor import LexborHTMLParser
 
-from ingest.actions import extract_actions, extract_forms
+from ingest.actions import extract_actions, extract_forms, manifest_link
 from ingest.charset import decode_html
 from ingest.crawl.urls import LinkResolver
 from ingest.document import Document, Section
@@ -185,5 +185,6 @@ def extract(
         links=links,
         noindex=noindex,
         nofollow=nofollow,
+        actions_manifest=manifest_link(tree, base),
         flags=unseen_injections(hidden, text),
     )

@@ -31,6 +31,7 @@ from ingest.crawl.urls import normalize_url
 from ingest.embed import Embedder
 from ingest.extract import extract
 from ingest.indexer import PageIndexer
+from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
 from store.config import SiteConfig
 from store.errors import FetchError
@@ -117,6 +118,7 @@ class _Job:
         self.states: dict[str, PageState] = {}
         self.sitemap: dict[str, str | None] = {}
         self.reached: set[str] = set()
+        self.manifest_hints: set[str] = set()  # actions.json files pages point at (<link rel="actions">)
         self.render: RenderStage | None = None
         self._last_emit = 0.0
 
@@ -224,6 +226,8 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
     )
     identity = _identity(doc.canonical_url, result.final_url, fetcher)
     doc.canonical_url = identity
+    if doc.actions_manifest:
+        job.manifest_hints.add(doc.actions_manifest)
     if not doc.nofollow and not options.urls:
         for link in doc.links:
             frontier.add(link, depth + 1)
@@ -376,6 +380,11 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
         job.summary.requests = fetcher.requests
         for reason, count in frontier.rejected.items():
             job.skipped[reason] += count
+        if not job.cancel.is_set() and not options.urls:
+            # The site's actions.json (and those its pages point at), with the same fetcher.
+            await refresh_manifests(job.tenant, fetcher, job.indexer.clean, config.site, job.manifest_hints,
+                                    full=options.full)
+            job.summary.requests = fetcher.requests
         if not job.cancel.is_set() and not options.urls and not options.max_pages:
             job.progress.phase = "removing"
             await _remove_vanished(job, sitemap_loaded)

@@ -368,6 +368,13 @@ def m005_trust(conn: apsw.Connection, dim: int) -> None:
     )
 
 
+@migration
+def m006_manifest_flags(conn: apsw.Connection, dim: int) -> None:
+    """Passages of an actions.json manifest kept out as prompt injection, for the site owner (a
+    manifest has no page to hang ``page_flags`` on)."""
+    conn.execute("ALTER TABLE site_manifest ADD COLUMN flags TEXT NOT NULL DEFAULT '[]'")
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

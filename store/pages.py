@@ -16,6 +16,8 @@ import apsw
 import msgspec
 import numpy as np
 
+from store.manifests import manifest_flags
+
 
 class VectorMissing(Exception):
     """A chunk is new to the file but came without a vector (it was deleted since the check)."""
@@ -318,7 +320,7 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
         sitemap_covered=one(
             "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
         ),
-        flagged=flagged_pages(conn),
+        flagged={**flagged_pages(conn), "manifests": manifest_flags(conn)},
     )
 
 

@@ -235,3 +235,83 @@ def test_an_old_unscrubbed_raw_cache_is_scrubbed_by_the_next_crawl(hostile):
     assert tenant.reader().execute("SELECT count(*) FROM page_html WHERE scrubbed = 0").fetchone()[0] == 0
     tenant.checkpoint()
     assert secrets_in(tenant.path) == []
+
+
+# --- the site's actions.json ---------------------------------------------------------------------
+
+
+def test_the_manifest_a_page_points_at_is_fetched_cleaned_and_offered(hostile, capsys):
+    ctx, tenant, site, _ = hostile
+    rows = tenant.reader().execute("SELECT url, status, actions, flags FROM site_manifest").fetchall()
+    assert [(url, status, actions) for url, status, actions, _ in rows] == [
+        (site.url + "/api/site-actions.json", "active", 3)]  # from <link rel="actions">; no /actions.json
+    assert "Ignore all previous instructions" in rows[0][3]  # the owner sees what was kept out
+    actions = {a["name"]: a for a in __import__("store.manifests", fromlist=["x"]).manifest_actions(tenant.reader())}
+    assert set(actions) == {"order-bread", "book-class", "call-bakery"}
+    assert actions["book-class"]["description"] == ""  # the injected description is gone
+    assert actions["order-bread"]["url"] == site.url + "/shop/sourdough.html"
+    assert main(["--data-dir", str(ctx.data_dir), "--json", "ask", "hostile", "Can I order bread for pick-up?"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "order-bread" in [a["name"] for a in result["actions"]]
+    assert main(["--data-dir", str(ctx.data_dir), "--json", "stats", "hostile"]) == 0
+    manifests = json.loads(capsys.readouterr().out)["flagged"]["manifests"]
+    assert manifests[0]["url"].endswith("/api/site-actions.json") and manifests[0]["flags"][0]["reason"] == "override"
+
+
+def test_manifests_follow_the_delta_rules(tmp_path_factory):
+    """/actions.json at the root and the files pages point at: fetched through the crawl's fetcher
+    (robots.txt and the allowed hosts hold), re-checked with conditional GETs, replaced when they
+    change, removed when they are gone. The fake embedder: nothing here depends on the model."""
+    import shutil
+
+    import tests.fakes  # noqa: F401  (registers the fake embedder)
+    from store.manifests import manifest_actions, manifest_states
+    from tests.fakes import FAKE_MODEL
+
+    root = tmp_path_factory.mktemp("site") / "hostile"
+    shutil.copytree(SITE, root)
+    (root / "robots.txt").write_text((root / "robots.txt").read_text() + "Disallow: /private/\n")
+    manifest = {"actions": [{"name": "order-bread", "label": "Order bread", "url": "/shop/sourdough.html"},
+                            {"name": "gift-card", "label": "Buy a gift card", "url": "/gift.html"}]}
+    (root / "actions.json").write_text(json.dumps(manifest))
+    (root / "private").mkdir()
+    (root / "private" / "actions.json").write_text(json.dumps({"actions": [{"name": "secret-action"}]}))
+    page = root / "blog" / "chatbots.html"
+    page.write_text(page.read_text().replace(
+        "<body>", '<body><link rel="actions" href="/private/actions.json">'
+                  '<link rel="actions" href="https://elsewhere.example/actions.json">'))
+    ctx = fresh_context(tmp_path_factory, "manifests")
+    try:
+        with serve_site(root, ORIGIN) as site:
+            tenant, _ = ctx.create_tenant("manifests", site.url + "/", model=FAKE_MODEL, allow_private_network=True)
+            embedder = ctx.tenant_embedder(tenant)
+
+            def root_actions():
+                return sorted(a["name"] for a in manifest_actions(tenant.reader())
+                              if a["manifest"] == site.url + "/actions.json")
+
+            crawl_once(tenant, embedder)
+            assert root_actions() == ["gift-card", "order-bread"]
+            assert not site.hits("/private/actions.json")  # robots.txt disallows it
+            states = manifest_states(tenant.reader())
+            assert set(states) == {site.url + "/actions.json", site.url + "/api/site-actions.json"}
+
+            before = len(site.requests)
+            crawl_once(tenant, embedder)  # unchanged: a conditional GET, a 304, nothing rewritten
+            again = [h for h in site.requests[before:] if h.path == "/actions.json"]
+            assert [(h.conditional, h.status) for h in again] == [(True, 304)]
+            assert root_actions() == ["gift-card", "order-bread"]
+
+            manifest["actions"] = manifest["actions"][:1] + [{"name": "book-class", "label": "Book a class"}]
+            (root / "actions.json").write_text(json.dumps(manifest))
+            crawl_once(tenant, embedder)
+            assert root_actions() == ["book-class", "order-bread"]  # gift-card disappeared with the file's entry
+
+            (root / "actions.json").unlink()
+            crawl_once(tenant, embedder)
+            assert root_actions() == []
+            assert manifest_states(tenant.reader())[site.url + "/actions.json"].status == "gone"
+            assert [a["name"] for a in manifest_actions(tenant.reader())] == ["order-bread", "book-class",
+                                                                             "call-bakery"]  # the linked one stays
+    finally:
+        ctx.close()
