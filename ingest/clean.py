@@ -11,12 +11,14 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
+from urllib.parse import unquote, urlsplit
 
 import msgspec
 from selectolax.lexbor import LexborHTMLParser
 
 from ingest.charset import decode_html
 from ingest.document import Action, Document, Form, Section
+from ingest.facts.render import is_organization_type
 from ingest.injection import Finding, is_injection, strip_injections
 from store.config import CleanSettings
 
@@ -344,13 +346,16 @@ def _touches_a_token(text: str, start: int, end: int) -> bool:
 
 
 def _is_allowed(
-    start: int, end: int, text: str, allowed: list[tuple[int, int]], allow_digits: set[str]
+    start: int, end: int, text: str, allowed: list[tuple[int, int]], allow_digits: set[str], token: str
 ) -> bool:
     if any(a_start <= start and end <= a_end for a_start, a_end in allowed):
         return True
-    # "+1 555 123 4567" is the allow-listed "555-123-4567" written differently.
+    if token != PHONE_TOKEN:
+        return False
+    # "+1 555 123 4567" is the allow-listed "555-123-4567" written differently, and "(207) 555-0148"
+    # the allow-listed "+1-207-555-0148" without its country code.
     digits = re.sub(r"\D", "", text[start:end])
-    return bool(digits) and any(digits.endswith(d) for d in allow_digits)
+    return len(digits) >= 7 and any(digits.endswith(d) or d.endswith(digits) for d in allow_digits)
 
 
 def scrub(text: str, settings: CleanSettings) -> str:
@@ -380,7 +385,7 @@ def _scrub_once(text: str, settings: CleanSettings) -> str:
                 continue
             if any(start < t_end and t_start < end for t_start, t_end, _ in taken):
                 continue
-            if _is_allowed(start, end, text, allowed, allow_digits):
+            if _is_allowed(start, end, text, allowed, allow_digits, token):
                 continue
             taken.append((start, end, token))
     if not taken:
@@ -401,6 +406,62 @@ def clean_text(text: str, settings: CleanSettings) -> str:
     if not text:
         return ""
     return scrub(normalise_text(text), settings)
+
+
+# ---------------------------------------------------------------------------------------------
+# The site's own contact points (clean.allow_site_contacts)
+# ---------------------------------------------------------------------------------------------
+
+# A contact page, by its address or its title: its tel:/mailto: links are the business's own.
+_CONTACT_PATH = re.compile(
+    r"(?:^|[/_.-])(?:contact|contacts|contact-?us|kontakt|contacto|contactenos|contatti|contato|contactez"
+    r"|nous-contacter|impressum|get-in-touch|find-us|visit-us)(?:[/_.-]|$)",
+    re.IGNORECASE,
+)
+_CONTACT_TITLE = re.compile(r"\b(?:contact|kontakt|contacto|contatti|contato|impressum)\b", re.IGNORECASE)
+_CONTACT_KEYS = (("telephone", "phone"), ("faxNumber", "phone"), ("email", "email"))
+
+
+def is_contact_page(doc: Document) -> bool:
+    path = urlsplit(doc.canonical_url or doc.url).path
+    return bool(_CONTACT_PATH.search(path) or _CONTACT_TITLE.search(doc.title))
+
+
+def _contact_value(value: object, kind: str) -> str:
+    """A published phone number or address as the allow-list keeps it ("" if it is not one)."""
+    if not isinstance(value, str):
+        return ""
+    value = unquote(value.strip().split("?")[0])
+    for scheme in ("mailto:", "tel:", "fax:"):
+        if value.lower().startswith(scheme):
+            value = value[len(scheme):].strip()
+    if kind == "email":
+        return value if "@" in value and len(value) <= 254 and " " not in value else ""
+    return value if 7 <= _digit_count(value) <= 15 and len(value) <= 40 else ""
+
+
+def site_contact_points(doc: Document) -> list[tuple[str, str]]:
+    """The business's own phone numbers and e-mail addresses a page publishes, as (value, kind):
+    those of its Organization / LocalBusiness structured data (and their contactPoint), and the
+    tel:/mailto: links of a contact page."""
+    found: dict[str, str] = {}
+    for fact in doc.facts:
+        if fact.kind != "fact" or not is_organization_type(fact.type):
+            continue
+        points = fact.data.get("contactPoint", [])
+        items = [fact.data, *(p for p in (points if isinstance(points, list) else [points]) if isinstance(p, dict))]
+        for item in items:
+            for key, kind in _CONTACT_KEYS:
+                values = item.get(key)
+                for value in values if isinstance(values, list) else [values]:
+                    if cleaned := _contact_value(value, kind):
+                        found.setdefault(cleaned, kind)
+    if is_contact_page(doc):
+        for href in doc.contact_links:
+            kind = "email" if href.lower().startswith("mailto:") else "phone"
+            if cleaned := _contact_value(href, kind):
+                found.setdefault(cleaned, kind)
+    return list(found.items())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ class Document(msgspec.Struct):
     links: list[str] = msgspec.field(default_factory=list)
     noindex: bool = False
     nofollow: bool = False
+    contact_links: list[str] = msgspec.field(default_factory=list)
+    """The page's tel:, fax: and mailto: links (at most 20): a contact page's are the site's own."""
     actions_manifest: str = ""
     """The actions.json the page points at (``<link rel="actions">``), if any."""
     flags: list[Finding] = msgspec.field(default_factory=list)

@@ -84,6 +84,18 @@ def defuse_deep_nesting(html: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def contact_links(tree: LexborHTMLParser, limit: int = 20) -> list[str]:
+    """The page's tel:, fax: and mailto: links, as written, once each."""
+    found: dict[str, None] = {}
+    for anchor in tree.css('a[href^="tel:" i], a[href^="fax:" i], a[href^="mailto:" i]'):
+        href = (anchor.attributes.get("href") or "").strip()
+        if href and len(href) < 200:
+            found[href] = None
+        if len(found) >= limit:
+            break
+    return list(found)
+
+
 def page_links(tree: LexborHTMLParser, base: str) -> list[str]:
     """Every http(s) link on the page, absolute, without fragments, in order, once."""
     resolver = LinkResolver(base)
@@ -149,6 +161,7 @@ def extract(
     structured = extract_structured(text, base)
     breadcrumbs = structured.breadcrumbs or dom_breadcrumbs(tree)
     forms = extract_forms(tree, base)
+    contacts = contact_links(tree)
     actions = extract_actions(tree, base)
     links = [] if nofollow else page_links(tree, base)
 
@@ -185,6 +198,7 @@ def extract(
         links=links,
         noindex=noindex,
         nofollow=nofollow,
+        contact_links=contacts,
         actions_manifest=manifest_link(tree, base),
         flags=unseen_injections(hidden, text),
     )

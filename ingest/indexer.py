@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ingest.chunk import Chunk, chunk_document
-from ingest.clean import clean_document, scrub_html
+from ingest.clean import clean_document, scrub_html, site_contact_points
 from ingest.document import Document
 from ingest.embed import Embedder
 from ingest.lang import detect_language
 from store.config import CleanSettings
+from store.contacts import learn_site_contacts, site_contacts
 from store.pages import (
     ChunkRow,
     PageWrite,
@@ -89,6 +90,11 @@ class PageIndexer:
         self.embedder = embedder
         self.clean = clean or CleanSettings()
         self.target_tokens = min(target_tokens, embedder.max_tokens)
+        self.contacts_learned = 0
+        """The site's own contact points this indexer learned (clean.allow_site_contacts)."""
+        if self.clean.allow_site_contacts:
+            self.clean = msgspec.structs.replace(
+                self.clean, allow=[*self.clean.allow, *site_contacts(tenant.reader())])
 
     def prepare(self, doc: Document, *, lang: str | None = None) -> tuple[Document, list[Chunk]]:
         """The cleaned document and its chunks. The language is read from the text unless the
@@ -112,6 +118,7 @@ class PageIndexer:
     ) -> WriteStats:
         """Index a page. With `previous_hash` equal to the new content hash, only the validators
         are refreshed: nothing is chunked into the file or embedded (`changed` is False)."""
+        self._learn_site_contacts(doc)
         doc, chunks = self.prepare(doc)
         url = doc.canonical_url or doc.url
         if previous_hash is not None and previous_hash == document_hash(doc):
@@ -152,6 +159,19 @@ class PageIndexer:
                 row.vector = vectors.get(row.hash)
             stats = self._write(page)
         return stats
+
+    def _learn_site_contacts(self, doc: Document) -> None:
+        """With clean.allow_site_contacts, keep the business's own published phone numbers and
+        addresses (its Organization data, its contact page) from here on, and remember them."""
+        if not self.clean.allow_site_contacts:
+            return
+        points = [(value, kind) for value, kind in site_contact_points(doc) if value not in self.clean.allow]
+        if not points:
+            return
+        with self.tenant.write() as conn:
+            new = learn_site_contacts(conn, points, doc.canonical_url or doc.url)
+        self.clean = msgspec.structs.replace(self.clean, allow=[*self.clean.allow, *new])
+        self.contacts_learned += len(new)
 
     def scrub_raw_cache(self, batch: int = 100) -> int:
         """Scrub the raw-HTML cache rows an older frontdesk stored as fetched; returns how many.

@@ -34,6 +34,7 @@ from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
 from store.config import SiteConfig
+from store.contacts import pages_with_placeholders
 from store.errors import FetchError
 from store.pages import PageState, mark_fetched, page_html, page_states
 from store.tenants import Tenant
@@ -384,10 +385,24 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
             # The site's actions.json (and those its pages point at), with the same fetcher.
             await refresh_manifests(job.tenant, fetcher, job.indexer.clean, config.site, job.manifest_hints,
                                     full=options.full)
+            if job.indexer.contacts_learned:
+                await _index_again_with_site_contacts(job, fetcher, frontier, options)
             job.summary.requests = fetcher.requests
         if not job.cancel.is_set() and not options.urls and not options.max_pages:
             job.progress.phase = "removing"
             await _remove_vanished(job, sitemap_loaded)
+
+
+async def _index_again_with_site_contacts(job: _Job, fetcher: Fetcher, frontier: Frontier,
+                                          options: CrawlOptions) -> None:
+    """Pages indexed before this job learned the site's own contact points (clean.allow_site_contacts)
+    had them scrubbed, in the raw cache too: fetch those pages once more (counted again)."""
+    urls = await anyio.to_thread.run_sync(lambda: pages_with_placeholders(job.tenant.reader()))
+    again = msgspec.structs.replace(options, full=True, urls=urls)
+    for url in urls:
+        if job.cancel.is_set():
+            return
+        await _process(job, fetcher, frontier, url, 0, again)
 
 
 async def _reparse(job: _Job) -> None:

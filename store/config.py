@@ -62,6 +62,11 @@ class CleanSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     scrub_cards: bool = True
     allow: list[str] = msgspec.field(default_factory=list)
     """Exact strings never scrubbed: the site's own published contact address, say."""
+    allow_site_contacts: bool = False
+    """Keep the business's own published phone, fax numbers and e-mail addresses, learned from
+    its Organization / LocalBusiness structured data and the tel:/mailto: links of its contact
+    page; other people's numbers and addresses are still scrubbed. Run `frontdesk crawl ID
+    --full` after turning it on (README.md, "Configuration")."""
 
 
 class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -411,6 +411,11 @@ _PRODUCT_TYPES = {
 Renderer = Callable[[dict, Graph, list[str]], str]
 
 
+def is_organization_type(kind: str) -> bool:
+    """Whether a schema.org type is an Organization or LocalBusiness (or one of their subtypes)."""
+    return kind in _ORGANIZATION_TYPES or kind.endswith(_ORGANIZATION_SUFFIXES)
+
+
 def _renderer_for(types: list[str], item: dict) -> tuple[Renderer, str] | None:
     """The renderer for the most specific type it knows, and that type."""
     for kind in types:
@@ -424,7 +429,7 @@ def _renderer_for(types: list[str], item: dict) -> tuple[Renderer, str] | None:
             return render_event, kind
         if kind in _ARTICLE_TYPES or kind.endswith("Article"):
             return render_article, kind
-        if kind in _ORGANIZATION_TYPES or kind.endswith(_ORGANIZATION_SUFFIXES):
+        if is_organization_type(kind):
             return render_organization, kind
         if kind in ("Offer", "AggregateOffer"):
             return render_offer, kind
