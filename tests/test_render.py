@@ -139,6 +139,11 @@ def test_detector_renders_app_shells_and_says_why():
               + "</article></div><script src=/a.js></script>")
     assert detect_shell(served).reason == "static_content"
     assert detect_shell("<p>x</p>", main_chars=5000).reason == "static_content"  # the fast path
+    # The app's rendered DOM saved as a file: #root holds text, the <noscript> is left over. However
+    # short, it is read as served.
+    snapshot = ('<body><noscript>You need to enable JavaScript to run this app.</noscript><div id="root">'
+                "<main><h1>About</h1><p>" + "Real words of the page. " * 5 + "</p></main></div><script src=/app.js>")
+    assert detect_shell(snapshot).reason == "static_content"
 
 
 def test_noscript_wording():
@@ -375,7 +380,7 @@ def test_the_browser_reaches_nothing_the_tenant_does_not_allow(spa):
     for path in [*CONTENT_PAGES, *HOSTILE_PAGES]:
         assert len([h for h in hits if h.path == path]) == 1, path
     assert {h.path for h in hits} - {*CONTENT_PAGES, *HOSTILE_PAGES} <= {
-        "/robots.txt", "/sitemap.xml", "/app.js", "/data/site.json", "/data/products.json",
+        "/robots.txt", "/sitemap.xml", "/actions.json", "/app.js", "/data/site.json", "/data/products.json",
         "/data/prices/aurora-lamp.json", "/data/prices/halo-pendant.json", "/data/flood.json"}
     assert not [h for h in hits if h.path.startswith("/popup/") or h.path == "/favicon.png"]
     # The scripts and data every page loads were fetched once for the whole job.
@@ -436,20 +441,20 @@ def test_recrawls_render_only_what_changed_and_reembed_nothing_unchanged(spa):
     in_sitemap = [p for p in CONTENT_PAGES if f"{ORIGIN}{p}<" in (SPA / "sitemap.xml").read_text()]
     server.reset()
     summary = run(tenant, embedder)
-    assert summary.chunks_embedded == 0 and summary.fetched == 0
-    assert summary.not_modified == len(in_sitemap) == 9
-    assert summary.render.get("rendered", 0) == 0
+    assert summary.chunks_embedded == 0 and summary.fetched == 0, summary
+    assert summary.not_modified == len(in_sitemap) == 9, summary
+    assert summary.render.get("rendered", 0) == 0, summary
     assert not [h for h in server.requests if h.path.startswith("/data/prices/")]
     # Full: rendered again, and the content hashes say nothing changed.
     summary = run(tenant, embedder, full=True, urls=good)
-    assert summary.render["rendered"] == len(good)
-    assert summary.chunks_embedded == 0 and summary.skipped_unchanged == len(good)
+    assert summary.render["rendered"] == len(good), summary
+    assert summary.chunks_embedded == 0 and summary.skipped_unchanged == len(good), (summary, render_rows(tenant))
     # The price behind the page changes: a full refresh renders it and embeds only what changed.
     (copy / "data" / "prices" / "halo-pendant.json").write_text(
         '{"price": "199.00", "currency": "EUR", "availability": "InStock"}')
     product = url_of(spa, "/products/halo-pendant")
     summary = run(tenant, embedder, full=True, urls=[product])
-    assert summary.fetched == 1 and 1 <= summary.chunks_embedded <= 3
+    assert summary.fetched == 1 and 1 <= summary.chunks_embedded <= 3, summary
     assert "Price: €199.00, in stock." in page_text(tenant, product)
 
 
@@ -498,3 +503,27 @@ def test_no_cookies_or_storage_outlive_a_job_and_the_guard_holds_without_allow_p
     refused = asyncio.run(job(False))
     assert refused["first"].blocked == [f"blocked_private_address {refused['origin']}/data/site.json"]
     assert "Lumen" not in refused["first"].html and "/data/site.json" not in refused["paths"]
+
+
+def test_the_container_can_carry_chromium_behind_a_build_argument():
+    """The Containerfile's WITH_CHROMIUM steps, checked as tests/test_container.py checks the rest."""
+    import re
+    import tomllib
+
+    from tests.test_container import CONTAINERFILE, parse
+
+    args, stages = parse(CONTAINERFILE.read_text())
+    assert args["WITH_CHROMIUM"] == "0"  # off unless asked for
+    build, final = stages[0], stages[-1]
+    assert "WITH_CHROMIUM" in build.all("ARG") and "WITH_CHROMIUM" in final.all("ARG")
+    extra = next(r for r in build.all("RUN") if "optional-dependencies" in r)
+    assert extra.startswith('if [ "$WITH_CHROMIUM" = "1" ]')
+    one_liner = re.search(r'python -c "(import tomllib.*?)" >', extra).group(1)
+    listed = subprocess.run([sys.executable, "-c", one_liner], cwd=ROOT, capture_output=True, text=True,
+                            check=True).stdout.split()
+    assert listed == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["render"]
+    names = [name for name, _ in final.steps]
+    apt = next(i for i, (name, text) in enumerate(final.steps) if name == "RUN" and "chromium" in text)
+    assert final.steps[apt][1].startswith('if [ "$WITH_CHROMIUM" = "1" ]')
+    assert "--no-install-recommends chromium" in final.steps[apt][1] and "pip install" not in final.steps[apt][1]
+    assert apt < names.index("USER")

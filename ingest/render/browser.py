@@ -294,7 +294,7 @@ class BrowserSession:
         self._own_pages.discard(page)
 
     def _check_memory(self) -> None:
-        mb = _tree_memory_mb(self._browser_pid)
+        mb = process_tree_mb(self._browser_pid)
         self.peak_mb = max(self.peak_mb, mb)
         if mb > self.limits.memory_mb:
             self._recycle("memory_ceiling")
@@ -649,7 +649,7 @@ def _process_tree(root: int) -> list[int]:
     return tree
 
 
-def _tree_memory_mb(root: int | None) -> float:
+def process_tree_mb(root: int | None) -> float:
     """Proportional set size of the browser and its children in MB (shared pages counted once
     across the processes sharing them), or their resident size where PSS cannot be read."""
     if root is None:
@@ -670,8 +670,3 @@ def _memory_kb(pid: int) -> int:
         except (OSError, ValueError, IndexError):
             continue
     return 0
-
-
-def browser_memory_mb(session: BrowserSession) -> float:
-    """The browser's current memory (PSS, MB): for benchmarks and the job's summary."""
-    return _tree_memory_mb(session._browser_pid)

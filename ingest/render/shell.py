@@ -86,8 +86,10 @@ def detect_shell(html: str, *, main_chars: int | None = None) -> ShellVerdict:
     caller has it) lets a page with plenty of text skip the parse.
 
     Renders when the page has scripts and any of: an empty mount point (``#root``, ``#__next``,
-    ``#app``, ``[data-reactroot]``…) with little text around it; a ``<noscript>`` asking for
-    JavaScript to see the page, with little text around it; almost no visible text at all.
+    ``#app``, ``[data-reactroot]``…), or no mount point and a ``<noscript>`` asking for
+    JavaScript to see the page — each with little main text and little text around it (a
+    server-rendered header and footer), and no mount point holding text; almost no visible
+    text at all.
     """
     if main_chars is not None and main_chars >= ENOUGH_MAIN_CHARS:
         return ShellVerdict(render=False, reason="static_content")
@@ -119,12 +121,17 @@ def detect_shell(html: str, *, main_chars: int | None = None) -> ShellVerdict:
 
     if weight == 0:
         return verdict(False, "no_scripts")  # nothing could ever add content
-    if body_chars < SHELL_WITH_CHROME_CHARS:
-        for mount in mounts:
-            if _visible_chars(mount) < EMPTY_MOUNT_CHARS:
-                return verdict(True, f"empty_mount:{_node_label(mount)}")
+    # Main content: the extractor's, when the caller has it (header, nav and footer left out).
+    main = body_chars if main_chars is None else main_chars
+    # A mount point with text in it was rendered on the server (or saved after rendering): its
+    # page is read as served, however short, whatever its <noscript> says.
+    mount_chars = [_visible_chars(mount) for mount in mounts]
+    filled = any(chars >= EMPTY_MOUNT_CHARS for chars in mount_chars)
+    if body_chars < SHELL_WITH_CHROME_CHARS and main < SHELL_BODY_CHARS and not filled:
+        if mounts:
+            return verdict(True, f"empty_mount:{_node_label(mounts[0])}")
         if any(noscript_asks_for_javascript(text) for text in noscript_texts):
             return verdict(True, "noscript_asks_for_javascript")
-    if body_chars < SHELL_BODY_CHARS and weight > body_chars:
+    if body_chars < SHELL_BODY_CHARS and weight > body_chars and not filled:
         return verdict(True, "little_text")
     return verdict(False, "static_content")

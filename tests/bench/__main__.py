@@ -24,6 +24,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
     parser.add_argument("suites", nargs="*", help=f"which benchmarks of {', '.join(SUITES)} (default: all)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    parser.add_argument("--render", action="store_true",
+                        help="crawl: the JavaScript-pages benchmark (headless Chromium) instead")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -35,11 +37,12 @@ def main() -> None:
             print(f"\n(skipping {name}: {exc})")
             continue
         started = time.time()
-        result = module.run(quick=args.quick)
+        render = args.render and name == "crawl"
+        result = module.run(quick=args.quick, **({"render": True} if render else {}))
         result["_meta"] = {"suite": name, "quick": args.quick, "seconds": round(time.time() - started, 1),
                            "python": platform.python_version(), "machine": platform.machine(),
                            "cpus": __import__("os").cpu_count(), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        path = save(name, result)
+        path = save(f"{name}-render" if render else name, result)
         print(f"\n{name}: results in {path}")
 
 

@@ -25,7 +25,9 @@ def _run(tenant, embedder, **options):
     return summary, time.perf_counter() - started
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, render: bool = False) -> dict:
+    if render:  # `crawl --render`: the JavaScript-pages benchmark instead
+        return run_render(quick)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         site = Path(tmp) / "fastapi"
@@ -70,3 +72,169 @@ def run(quick: bool = False) -> dict:
     print(f"\ndistinct chunks stored: {chunks}; page↔chunk links: {links} "
           f"(dedupe saved {links - chunks} embeddings); RSS {rss_mb():.0f} MB")
     return {"runs": rows, "chunks": chunks, "chunk_links": links, "bar_pages_per_min": 300}
+
+
+# -- `python -m tests.bench crawl --render`: JavaScript pages -----------------------------------
+
+
+class _PeakMemory:
+    """Peak memory of this process and everything it started (the Playwright driver, Chromium
+    and its renderers), sampled every 100 ms: proportional set size where /proc has it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> _PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def reset(self) -> None:
+        self.peak_mb = 0.0
+
+    def _sample(self) -> None:
+        from ingest.render.browser import process_tree_mb
+
+        while not self._stop.wait(0.1):
+            self.peak_mb = max(self.peak_mb, process_tree_mb(os.getpid()))
+
+
+def _bigger_spa(target: Path, products: int) -> list[str]:
+    """The fixture app with ``products`` products and no hostile pages in its sitemap; returns
+    the product routes."""
+    import json
+
+    from tests.spa import ORIGIN
+    from tests.spa import ROOT as SPA
+
+    shutil.copytree(SPA, target, ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    base = json.loads((SPA / "data" / "products.json").read_text())
+    items = []
+    for i in range(products):
+        item = dict(base[i % len(base)])
+        item["slug"] = f"{item['slug']}-{i}"
+        item["name"] = f"{item['name']} no. {i}"
+        item["description"] = f"{item['description']} Edition {i} of the collection."
+        items.append(item)
+        (target / "data" / "prices" / f"{item['slug']}.json").write_text(
+            json.dumps({"price": f"{50 + i}.00", "currency": "EUR", "availability": "InStock"}))
+    (target / "data" / "products.json").write_text(json.dumps(items))
+    routes = [f"/products/{item['slug']}" for item in items]
+    pages = ["/", "/products/", "/about", "/guides/", "/contact", *routes]
+    (target / "sitemap.xml").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        + "".join(f"  <url><loc>{ORIGIN}{p}</loc></url>\n" for p in pages) + "</urlset>\n")
+    return routes
+
+
+def _detector_on_static_sites() -> list[dict]:
+    from ingest.render.shell import detect_shell
+    from tests.conftest import PYPUG
+
+    rows = []
+    for name, root in (("pypug", PYPUG), ("fastapi", FASTAPI)):
+        pages = sorted(root.rglob("*.html"))
+        texts = [p.read_bytes().decode("utf-8", "replace") for p in pages]
+        started = time.perf_counter()
+        verdicts = [detect_shell(text) for text in texts]
+        ms = (time.perf_counter() - started) * 1000 / len(texts)
+        reasons: dict[str, int] = {}
+        for verdict in verdicts:
+            reasons[verdict.reason] = reasons.get(verdict.reason, 0) + 1
+        rows.append({"site": name, "pages": len(pages), "false_renders": sum(v.render for v in verdicts),
+                     "reasons": reasons, "ms_per_page": round(ms, 2)})
+    return rows
+
+
+def _installed_kib(package: str) -> int | None:
+    import subprocess
+
+    done = subprocess.run(["dpkg-query", "-Wf", "${Installed-Size}", package], capture_output=True, text=True)
+    return int(done.stdout) if done.returncode == 0 and done.stdout.strip().isdigit() else None
+
+
+def _snapshot(tenant, origin: str) -> dict[str, bytes]:
+    """Each indexed page's cached HTML (the rendered DOM) by path, plus robots.txt and a sitemap:
+    the same site as static pages."""
+    import zlib
+
+    files = {}
+    for url, html in tenant.reader().execute(
+            "SELECT p.url, h.html FROM pages p JOIN page_html h ON h.page_id = p.id WHERE p.status = 'active'"):
+        files[url.removeprefix(origin) or "/"] = zlib.decompress(html)
+    files["/robots.txt"] = b"User-agent: *\nDisallow: /private/\n"
+    files["/sitemap.xml"] = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        + "".join(f"  <url><loc>{{origin}}{path}</loc></url>\n" for path in files if path.endswith("/") or "." not in path)
+        + "</urlset>\n").encode()
+    return files
+
+
+def run_render(quick: bool = False) -> dict:
+    """The fixture single-page app (tests/spa/, grown to 100 products) crawled over 127.0.0.1 with
+    crawl.render = auto (every page rendered in Chromium) and, for comparison, the same pages as
+    static HTML (the rendered DOMs served as files: the HTTP path, no browser) and the app's
+    shells read as served (render = never); politeness off, the default embedder; peak memory of
+    each crawl; and the auto detector's verdicts on every page of the static fixture sites."""
+    import statistics
+
+    import msgspec
+
+    from tests.spa import serve_spa
+
+    products = 20 if quick else 100
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        site = Path(tmp) / "spa"
+        routes = _bigger_spa(site, products)
+        context = Context(Settings(data_dir=str(Path(tmp) / "data")))
+
+        def crawl_row(label: str, server, mode: str) -> tuple[dict, object]:
+            tenant, _ = context.create_tenant(f"spa-{mode}-{len(rows)}", server.url + "/", allow_private_network=True)
+            config = tenant.config()
+            tenant.set_config(msgspec.structs.replace(config, crawl=msgspec.structs.replace(config.crawl, render=mode)))
+            embedder = context.tenant_embedder(tenant)
+            embedder.warm_up()
+            memory.reset()
+            before = len(server.requests)
+            summary, seconds = _run(tenant, embedder)
+            render_ms = [r[0] for r in tenant.reader().execute(
+                "SELECT render_ms FROM render_decisions WHERE render_ms IS NOT NULL")]
+            chunks = tenant.reader().execute("SELECT count(*) FROM chunks").fetchone()[0]
+            pages = sum(summary.render.get(k, 0) for k in ("static", "rendered", "render_discarded"))
+            return {"run": label, "render": mode, "pages": pages, "requests": len(server.requests) - before,
+                    "chunks": chunks, "seconds": round(seconds, 1), "pages_per_min": round(pages / seconds * 60, 1),
+                    "render_ms_p50": round(statistics.median(render_ms)) if render_ms else None,
+                    "browser_peak_mb": summary.render.get("browser_peak_mb"), "peak_mb": round(memory.peak_mb),
+                    "failed": summary.failed,
+                    "decisions": {k: v for k, v in summary.render.items()
+                                  if k in ("static", "rendered", "render_discarded", "render_failed")}}, tenant
+
+        with _PeakMemory() as memory:
+            with serve_spa(site, routes) as server:
+                row, rendered = crawl_row("the app, rendered", server, "auto")
+                rows.append(row)
+                snapshot = _snapshot(rendered, server.url)
+                rows.append(crawl_row("the app's shells as served", server, "never")[0])
+            with serve_site(None) as static:
+                for path, body in snapshot.items():
+                    static.files[path] = body.replace(b"{origin}", static.url.encode())
+                rows.append(crawl_row("the same pages as static HTML", static, "auto")[0])
+        context.close()
+    detector = _detector_on_static_sites()
+    print_table(f"The fixture single-page app ({products} products) over 127.0.0.1, politeness off, default embedder",
+                rows, ["run", "render", "pages", "requests", "chunks", "seconds", "pages_per_min", "render_ms_p50",
+                       "browser_peak_mb", "peak_mb", "failed", "decisions"])
+    print_table("crawl.render = auto: the shell detector on every page of the static fixture sites",
+                detector, ["site", "pages", "false_renders", "reasons", "ms_per_page"])
+    sizes = {name: _installed_kib(name) for name in ("chromium", "chromium-common")}
+    print(f"\npeak_mb: this process + Playwright's driver + Chromium, PSS; browser_peak_mb: Chromium alone "
+          f"(its processes' PSS after each page). Installed size (dpkg): {sizes} KiB")
+    return {"runs": rows, "detector": detector, "installed_kib": sizes}

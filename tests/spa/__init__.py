@@ -5,7 +5,7 @@ as a single-page app's server does."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from tests.sitesrv import SiteServer, serve_site
@@ -33,11 +33,12 @@ ROUTES = (*CONTENT_PAGES, *HOSTILE_PAGES, "/private/notes")
 
 
 @contextlib.contextmanager
-def serve_spa(root: Path = ROOT) -> Iterator[SiteServer]:
-    """The app served from ``root`` (a copy a test may edit, or the fixture itself)."""
+def serve_spa(root: Path = ROOT, routes: Iterable[str] = ()) -> Iterator[SiteServer]:
+    """The app served from ``root`` (a copy a test may edit, or the fixture itself); ``routes``
+    are more client-side routes to answer with the shell (a benchmark's extra products)."""
     with serve_site(root, ORIGIN) as server:
         shell = (root / "index.html").read_bytes()
-        for route in dict.fromkeys(ROUTES):
+        for route in dict.fromkeys([*ROUTES, *routes]):
             if route != "/":
                 server.files[route] = shell
         yield server
