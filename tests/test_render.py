@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import zlib
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -425,11 +426,23 @@ def test_stats_show_which_pages_needed_a_browser(spa):
     assert render["by_decision"] == {"rendered": len(CONTENT_PAGES), "render_failed": 4}
     assert render["by_reason"]["empty_mount:#root"] == len(CONTENT_PAGES)
     assert {p["url"] for p in render["pages"]} >= {url_of(spa, p) for p in CONTENT_PAGES}
-    with run_server(spa["context"].data_dir) as base:
-        response = httpx.get(f"{base}/admin/tenants/spa/stats", timeout=30,
-                             headers={"Authorization": f"Bearer {spa['admin_token']}"})
-    assert response.status_code == 200, response.text
-    assert response.json()["render"] == render_stats(spa["tenant"].reader())
+    auth = {"Authorization": f"Bearer {spa['admin_token']}"}
+    with run_server(spa["context"].data_dir) as base, httpx.Client(base_url=base, headers=auth, timeout=30) as api:
+        response = api.get("/admin/tenants/spa/stats")
+        assert response.status_code == 200, response.text
+        assert response.json()["render"] == render_stats(spa["tenant"].reader())
+        # The server's own crawl jobs render too (Playwright inside granian's event loop): the
+        # refresh webhook on the page that crashes its renderer.
+        started = api.post("/admin/tenants/spa/pages:refresh", json={"urls": [url_of(spa, "/hostile/crash")]})
+        assert started.status_code == 202, started.text
+        for _ in range(300):
+            job = api.get("/admin/tenants/spa/crawl").json()["job"]
+            if job["status"] != "running":
+                break
+            time.sleep(0.1)
+    assert job["status"] == "done", job
+    assert job["summary"]["errors"] == {"render_crashed": 1}
+    assert job["summary"]["render"]["browser_starts"] == 1
 
 
 @browser_test
@@ -527,3 +540,27 @@ def test_the_container_can_carry_chromium_behind_a_build_argument():
     assert final.steps[apt][1].startswith('if [ "$WITH_CHROMIUM" = "1" ]')
     assert "--no-install-recommends chromium" in final.steps[apt][1] and "pip install" not in final.steps[apt][1]
     assert apt < names.index("USER")
+
+
+@browser_test
+def test_the_browser_is_restarted_past_its_memory_ceiling():
+    from ingest.render.browser import BrowserSession, RenderLimits
+
+    async def go() -> BrowserSession:
+        with serve_spa() as server:
+            config = CrawlSettings(allow_private_network=True, timeout=DEADLINE_S)
+            session = BrowserSession(config, UrlPolicy(config, server.url + "/"), RenderLimits(memory_mb=1))
+            await session.start()
+            try:
+                for path in ("/about", "/workshop"):
+                    rendered = await session.render(server.url + path, (SPA / "index.html").read_bytes())
+                    assert "Lumen" in rendered.html
+            finally:
+                await session.close()
+        return session
+
+    session = asyncio.run(go())
+    # Any real browser is over 1 MB: measured after the first page, restarted before the second.
+    assert session.peak_mb > 50
+    assert session.recycles == {"memory_ceiling": 1} and session.launches == 2
+    assert browsers_of_this_process() == []
