@@ -220,6 +220,36 @@ def test_a_missing_render_extra_fails_the_page_with_a_reason(ctx, monkeypatch):
     }
 
 
+def test_a_missing_chromium_fails_the_pages_that_need_it_with_a_reason(ctx, monkeypatch):
+    pytest.importorskip("playwright")
+    from ingest.render import stage as stage_module
+    from ingest.render.browser import RenderLimits
+
+    monkeypatch.setattr(stage_module, "LIMITS", RenderLimits(executable="/nonexistent/chromium"))
+    tenant, _ = ctx.create_tenant("nochromium", "https://app.example/", model=FAKE_MODEL)
+    config = tenant.config()
+    stage = RenderStage(tenant, config, UrlPolicy(config.crawl, config.site))
+    shell = (SPA / "index.html").read_bytes()
+
+    async def go() -> list[FetchError]:
+        errors = []
+        async with stage:
+            for path in ("/", "/about"):
+                url = "https://app.example" + path
+                with pytest.raises(FetchError) as caught:
+                    await stage.prepare(FetchResult(url=url, final_url=url, status=200, headers={}, body=shell,
+                                                    content_type="text/html", encoding="utf-8", elapsed_s=0.0,
+                                                    redirects=[]))
+                errors.append(caught.value)
+        return errors
+
+    errors = asyncio.run(go())
+    assert [e.reason for e in errors] == ["render_unavailable"] * 2
+    assert "no chromium at /nonexistent/chromium" in errors[0].message
+    assert "apt-get install chromium" in errors[0].message
+    assert not stage.browser_started
+
+
 # -- the static fixture sites stay on the HTTP path -------------------------------------------
 
 NO_BROWSER_SCRIPT = """

@@ -13,7 +13,10 @@ What a page can do, and what it gets:
   WebSockets are closed, WebRTC gets no UDP, service workers are blocked.
 - A navigation the crawler did not start (``location.href = …``, a popup, a form) is answered
   with 204 No Content, which leaves the page where it is; its target is kept as a link.
-  Popups are closed, dialogs dismissed; nothing is clicked, no form submitted.
+  ``window.open`` opens nothing (any other popup is closed), dialogs are dismissed; nothing is
+  clicked, no form submitted.
+- The wait after DOMContentLoaded ends when the network has been quiet for a moment and no
+  short timer is pending (a price fetched 250 ms after load is still seen), within a bound.
 - One deadline per page (the crawl's ``timeout``), a request budget, a cap on dialogs, a V8 heap
   cap per renderer: a page that loops, floods, spams alerts or allocates without end fails with
   a reason and the browser is recycled. So is a browser whose memory passes the ceiling.
@@ -76,7 +79,8 @@ class RenderLimits(msgspec.Struct, frozen=True, kw_only=True):
     pages: int = 2
     """Pages rendered at once (one browser per job): the machine has two cores."""
     settle_ms: int = 500
-    """Network idle: this long without a request in flight ends the wait…"""
+    """Network idle: this long without a request in flight (and no short timer pending) ends
+    the wait…"""
     settle_max_s: float = 5.0
     """…which never lasts longer than this after DOMContentLoaded."""
     max_requests: int = 200
@@ -181,13 +185,11 @@ class BrowserSession:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the Playwright driver and the browser; FetchError(render_unavailable) if the
-        system has no chromium or it does not start."""
-        if chromium_executable(self.limits.executable) is None:
-            raise FetchError(f"no chromium at {self.limits.executable} or on PATH (apt-get install chromium)",
-                             reason="render_unavailable")
+        """Start the Playwright driver and the browser now rather than at the first render;
+        FetchError(render_unavailable) if the system has no chromium or it does not start."""
         async with self._lock:
-            await self._launch()
+            if self._browser is None:
+                await self._launch()
 
     async def close(self) -> None:
         await self._shutdown_browser()
@@ -198,7 +200,11 @@ class BrowserSession:
         await self.network.aclose()
 
     async def _launch(self) -> None:
+        """Start the browser (and the driver, the first time). Called with ``_lock`` held."""
         executable = chromium_executable(self.limits.executable)
+        if executable is None:
+            raise FetchError(f"no chromium at {self.limits.executable} or on PATH (apt-get install chromium)",
+                             reason="render_unavailable")
         try:
             if self._playwright is None:
                 self._playwright = await async_playwright().start()
@@ -355,7 +361,7 @@ class BrowserSession:
         give_up = time.monotonic() + self.limits.settle_max_s
         while time.monotonic() < give_up:
             idle = state.in_flight == 0 and time.monotonic() - state.last_activity >= quiet
-            if idle and not await page.evaluate(_PENDING_TIMERS):
+            if idle and not await _pending_timers(page):
                 return
             await asyncio.sleep(0.05)
 
@@ -589,6 +595,17 @@ async def _unless_failed(state: _PageState, awaitable: Any) -> Any:
     if state.failure is not None:
         raise _PageFailed
     return task.result()
+
+
+async def _pending_timers(page: Page) -> int:
+    try:
+        return int(await page.evaluate(_PENDING_TIMERS) or 0)
+    except PlaywrightError as exc:
+        if "crash" in (exc.message or "").lower():
+            raise
+        return 0  # a frame replaced meanwhile (its timers went with it), or a page that broke the counter
+    except (TypeError, ValueError):
+        return 0
 
 
 def _consume(task: asyncio.Future) -> None:

@@ -168,15 +168,15 @@ class RenderStage:
                     reason="render_unavailable")
                 log.warning("crawl.render=%s but %s", self.mode, self._unavailable.message)
                 raise FetchError(self._unavailable.message, reason="render_unavailable", url=result.url) from None
-            self._session = BrowserSession(self.config.crawl, self.policy, self.limits)
-            try:
-                await self._session.start()
-            except FetchError as exc:
-                self._unavailable = exc
-                log.warning("crawl.render=%s but %s", self.mode, exc.message)
-                raise
+            self._session = BrowserSession(self.config.crawl, self.policy, self.limits)  # starts at its first page
         content_type = result.headers.get("content-type") or "text/html"
-        return await self._session.render(result.final_url, result.body, content_type)
+        try:
+            return await self._session.render(result.final_url, result.body, content_type)
+        except FetchError as exc:
+            if exc.reason == "render_unavailable" and self._unavailable is None:
+                self._unavailable = exc  # no chromium, or it would not start: the job's other pages fail fast
+                log.warning("crawl.render=%s but %s", self.mode, exc.message)
+            raise
 
     def _record(self, url: str, decision: str, reason: str, **details: object) -> None:
         self.counts[decision] += 1
