@@ -594,3 +594,18 @@ def test_the_browser_is_restarted_past_its_memory_ceiling():
     assert session.peak_mb > 50
     assert session.recycles == {"memory_ceiling": 1} and session.launches == 2
     assert browsers_of_this_process() == []
+
+
+@browser_test
+def test_always_renders_every_page_even_a_static_one(ctx):
+    """`always` renders pages the detector would read as served, and keeps the rendering."""
+    tenant, _ = ctx.create_tenant("always", PYPUG_ORIGIN + "/", model=FAKE_MODEL, allow_private_network=True)
+    with serve_site(PYPUG, PYPUG_ORIGIN) as server:
+        configure(tenant, render="always", timeout=DEADLINE_S)
+        config = tenant.config()
+        tenant.set_config(msgspec.structs.replace(config, site=server.url + "/"))
+        summary = run(tenant, ctx.tenant_embedder(tenant), max_pages=3)
+    assert summary.status == "done" and summary.failed == 0, summary
+    rows = render_rows(tenant)
+    assert len(rows) == 3 and {(d, r) for d, r, _ in rows.values()} == {("rendered", "always")}
+    assert summary.render["browser_starts"] == 1
