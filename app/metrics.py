@@ -78,6 +78,11 @@ class Metrics:
                               ("code",))
         self.provider_fallbacks = Counter(registry, "frontdesk_provider_fallbacks_total",
                                           "LLM failures answered by the extractive fallback.")
+        self.grounding_trips = Counter(registry, "frontdesk_grounding_trips_total",
+                                       "Generated answers the grounding guard stopped, by reason (markup, echo, "
+                                       "language, figure, name, empty; not_on_site: the model said the sources "
+                                       "do not answer) and where (first sentence: the extractive answer instead; "
+                                       "later: cut at the last grounded sentence).", ("reason", "at"))
         self.pages_crawled = Counter(registry, "frontdesk_pages_crawled_total", "Crawled pages by outcome.",
                                      ("outcome",))
         self.chunks_embedded = Counter(registry, "frontdesk_chunks_embedded_total", "Chunks embedded by ingestion.")
