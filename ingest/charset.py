@@ -39,7 +39,7 @@ def codec_for(label: str | None) -> str | None:
         return None
     try:
         info = codecs.lookup(label.strip().strip("\"'").lower())
-    except LookupError:
+    except (LookupError, ValueError):  # ValueError: a NUL in the label (found by fuzzing)
         return None
     if not getattr(info, "_is_text_encoding", True):  # base64, rot13, zlib …
         return None

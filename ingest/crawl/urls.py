@@ -38,6 +38,11 @@ _SIMPLE_URL = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _CONTROL_WHITESPACE = re.compile(r"[\t\n\r]")
+# What a browser drops from an href (WHATWG URL): C0 controls and spaces at both ends (and the
+# Unicode whitespace str.strip() trims), tabs and line breaks anywhere. urlsplit trims controls
+# only at the start and urljoin can hand back its input with a tab in it, so both resolvers below
+# trim here first and agree on "\x00page", "page\x1f" and "http:\t//host" (found by fuzzing).
+_HREF_EDGES = re.compile(r"^[\s\x00-\x20]+|[\s\x00-\x20]+$|[\t\n\r]")
 
 
 def normalize_url(url: str, base: str | None = None) -> str | None:
@@ -90,14 +95,19 @@ def split_url(url: str) -> tuple[str, str, int | None, str, str] | None:
     return scheme, parts.hostname or "", port_number, parts.path, parts.query
 
 
+# Never part of a host name (WHATWG's forbidden domain code points, ":" aside for IPv6): urlsplit
+# hands "git\x7fhub.com" or "a b" through as a host, and the URL would not be idempotent.
+_HOST_FORBIDDEN = re.compile(r"[\x00-\x20\x7f#%/<>?@\[\\\]^|]")
+
+
 def _normalize_host(host: str) -> str | None:
     host = host.lower().rstrip(".")
-    if host.isascii():
-        return host
-    try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError:
-        return None
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            return None
+    return None if _HOST_FORBIDDEN.search(host) else host
 
 
 def normalize_escapes(text: str, unsafe: re.Pattern[str]) -> str:
@@ -188,13 +198,14 @@ def http_url(href: str, base: str, *, keep_fragment: bool = False) -> str:
     or action target may point at a place on its page.
     """
     try:
-        absolute = urljoin(base, href.strip())
+        absolute = urljoin(base, _HREF_EDGES.sub("", href))
         if not keep_fragment:
             absolute = urldefrag(absolute)[0]
-        scheme = urlsplit(absolute).scheme
+        parts = urlsplit(absolute)
     except ValueError:
         return ""
-    return absolute if scheme in ("http", "https") else ""
+    # "http:" alone, against a base of another scheme, is returned by urljoin as it is: no host.
+    return absolute if parts.scheme in ("http", "https") and parts.netloc else ""
 
 
 class LinkResolver:
@@ -216,7 +227,7 @@ class LinkResolver:
 
     def resolve(self, href: str) -> str:
         """Absolute http(s) URL without fragment, or "" for other schemes and in-page links."""
-        href = href.strip()
+        href = _HREF_EDGES.sub("", href)
         if not href or href.startswith("#"):
             return ""
         if href[:8].lower().startswith(("http://", "https://")):

@@ -43,8 +43,25 @@ def sentence(text: str) -> str:
 
 # -- text and type names ------------------------------------------------------------------------
 
-_TAG = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>", re.DOTALL)
-_BLOCK_TAG = re.compile(r"<(?:br|/p|/li|/div|/h[1-6]|/tr)\b[^>]*>", re.IGNORECASE)
+# "[^<>]*", not "[^>]*": from every "<" the scan stops at the next "<", so text full of "<" without
+# a ">" costs linear time, not quadratic (20,000 of them took 1.3 s a value; found by fuzzing).
+_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
+_BLOCK_TAG = re.compile(r"<(?:br|/p|/li|/div|/h[1-6]|/tr)\b[^<>]*>", re.IGNORECASE)
+
+
+def _without_comments(value: str) -> str:
+    """``value`` without its closed ``<!-- … -->`` comments, in one pass (a lazy regex rescans to
+    the end from every unclosed ``<!--``)."""
+    pieces: list[str] = []
+    position = 0
+    while (start := value.find("<!--", position)) >= 0:
+        end = value.find("-->", start + 4)
+        if end < 0:
+            break
+        pieces.append(value[position:start])
+        position = end + 3
+    pieces.append(value[position:])
+    return "".join(pieces)
 
 
 def html_to_text(value: str) -> str:
@@ -54,7 +71,7 @@ def html_to_text(value: str) -> str:
     if "&" in value:
         value = html_lib.unescape(value)
     if "<" in value:
-        value = _TAG.sub("", _BLOCK_TAG.sub(" ", value))
+        value = _TAG.sub("", _BLOCK_TAG.sub(" ", _without_comments(value)))
         if "&" in value:
             value = html_lib.unescape(value)
     return " ".join(value.split())
