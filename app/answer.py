@@ -22,6 +22,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from app.answerability import AnswerSignals, answerability
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -38,6 +39,7 @@ from app.events import (
 )
 from app.extractive import select, term_weights
 from app.followup import carried_subject
+from app.grounding import opening
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider
@@ -50,6 +52,7 @@ from app.sources import (
     snippet,
 )
 from ingest.embed import Embedder
+from ingest.injection import strip_injections
 from ingest.lang import detect_language, primary_subtag
 from store import conversations, curated
 from store.config import SiteConfig
@@ -61,11 +64,11 @@ from store.search import (
     chunk_count,
     chunk_languages,
     content_terms,
+    coverage_from_counts,
     coverage_threshold,
     document_counts,
     is_repeated,
     search,
-    term_coverage,
 )
 from store.tenants import Tenant
 
@@ -81,10 +84,6 @@ STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
-EVIDENCE_CONFIDENCE_WEIGHT = 0.5
-"""Answer evidence = the lead passage's support + this x the retrieval confidence + the lead's
-similarity to the question; below `answer.min_answer_evidence` the question is a near miss."""
-
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
     "es": "No he encontrado eso en este sitio. Estas páginas pueden ayudar:",
@@ -116,6 +115,9 @@ class Retrieval(msgspec.Struct, kw_only=True):
 
     sources: list[Source]
     confidence: float
+    answered: bool = True
+    refused: str = ""
+    """Why the site does not answer ('' when it does)."""
     best_similarity: float
     vector: bytes
     curated: curated.CuratedMatch | None = None
@@ -127,6 +129,8 @@ class Retrieval(msgspec.Struct, kw_only=True):
     """The extractive answer: (source number, text, kind) in reading order."""
     support: float = 0.0
     sentence_similarity: float = 0.0
+    signals: AnswerSignals | None = None
+    """What the answerability check read (app/answerability.py)."""
     actions: list[SuggestedAction] = msgspec.field(default_factory=list)
     retrieval_ms: float = 0.0
 
@@ -191,7 +195,9 @@ def page_context_text(page: PageContext) -> str:
         facts = []
     parts += [f.text for f in facts]
     text = "\n\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
-    return re.sub(r"<[^>]*>", " ", text)[:3000]
+    # The page never went through ingestion: its injected instructions are taken out here.
+    text, _ = strip_injections(re.sub(r"<[^>]*>", " ", text), "page context")
+    return text[:3000]
 
 
 def question_language(question: str, page: PageContext | None, config_lang: str = "",
@@ -257,43 +263,46 @@ class Answerer:
                                  kind="prose", similarity=float(vectors[1] @ vector))
             sources = insert_page_source(sources, page_source, settings.max_sources)
         best = max((s.similarity for s in sources), default=0.0)
-        surviving = [s for s in sources if confidence_of(s.similarity, embedder) >= settings.min_confidence]
         confidence = confidence_of(best, embedder)
-        refuse = min(confidence, settings.min_confidence * 0.99)
-        if len(surviving) < max(1, settings.min_chunks):
-            confidence = refuse
+        surviving = [s for s in sources if confidence_of(s.similarity, embedder) >= settings.min_confidence]
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
-        coverage = None
-        native = lang in embedder.native_languages
-        strong = STRONG_CONFIDENCE_NATIVE if native else STRONG_CONFIDENCE
-        if settings.min_term_coverage > 0 and confidence < strong:
-            coverage = term_coverage(conn, query, coverage_threshold(stats.chunks), also_known=page_text)
-            if coverage.share < settings.min_term_coverage:
-                confidence = refuse
+        counts = self._document_counts(conn, tenant.id, stats, query)
+        coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=page_text)
+        strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
-        weights = term_weights(question, self._document_counts(conn, tenant.id, stats, query),
-                               stats.chunks, carried=carried)
-        passages = {i: page_passages(conn, s.url) for i, s in enumerate(sources[:WHOLE_PAGE_SOURCES])
+        weights = term_weights(question, counts, stats.chunks, carried=carried)
+        passages = {i: page_passages(conn, s.url, vector=vector) for i, s in enumerate(sources[:WHOLE_PAGE_SOURCES])
                     if s.chunk_id is not None}
-        selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages)
-        # A near miss in the site's own vocabulary finds passages that share a word, never a
-        # sentence that addresses the question's key words together.
+        selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
+                           page_url=page_url)
         sentence_similarity = selection.similarity
-        if settings.min_answer_evidence > 0 and selection.quotes and confidence >= settings.min_confidence:
-            evidence = selection.support + EVIDENCE_CONFIDENCE_WEIGHT * confidence
-            if settings.min_answer_evidence - 1.0 <= evidence < settings.min_answer_evidence:
-                # Only the undecided need the lead's similarity to the question (one short embedding).
-                if sentence_similarity is None:
-                    sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
-                evidence += sentence_similarity
-            if evidence < settings.min_answer_evidence:
-                confidence = refuse
+        if selection.quotes and sentence_similarity is None:
+            # One short embedding: the sentence the answer would lead with, against the question.
+            sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
+        signals = answerability(confidence, coverage.share, sentence_similarity or 0.0,
+                                selection.lead_features.get("lexical", 0.0))
+        # A near miss in the site's own vocabulary finds passages that share its words, never a
+        # sentence that addresses the question; an off-topic one, a page that uses a word once.
+        if len(surviving) < max(1, settings.min_chunks):
+            refused = "no passage is similar enough"
+        elif settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
+            refused = "the site does not use most of the question's words"
+        elif not selection.quotes:
+            refused = "nothing to quote"
+        elif signals.probability < settings.min_answerability:
+            refused = "no sentence answers the question"
+        else:
+            refused = ""
+        if refused:  # a refused answer reports a confidence below the tenant's threshold
+            confidence = min(confidence, settings.min_confidence * 0.99)
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
-        return Retrieval(sources=sources, confidence=confidence, best_similarity=best, vector=vector.tobytes(),
-                         coverage=coverage, history=history, carried=carried, quotes=quotes,
+        return Retrieval(sources=sources, confidence=confidence, answered=not refused, refused=refused,
+                         best_similarity=best, vector=vector.tobytes(), coverage=coverage, history=history,
+                         carried=carried, quotes=quotes,
                          support=selection.support, sentence_similarity=sentence_similarity or 0.0,
+                         signals=signals,
                          actions=self._actions(conn, sources, question),
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
@@ -419,6 +428,17 @@ class Answerer:
                 found = await anyio.to_thread.run_sync(
                     self.retrieve, tenant, question, request.page, lang, conversation_id, history
                 )
+                if found.curated is None and found.answered:
+                    prompt = build_prompt(question, found.sources, config.answer, lang=lang,
+                                          site_name=config.name, history=found.history,
+                                          page_hint=request.page.title if request.page and page_url else "",
+                                          quotes=found.quotes)
+                    # The model's first sentence, once the grounding guard checked it: a reply that the
+                    # sources do not answer is answered as not found (app/grounding.py).
+                    generated = await opening(self.provider.stream(prompt))
+                    if generated.not_on_site:
+                        found.answered, found.refused = False, "the model found no answer in the sources"
+                        found.confidence = min(found.confidence, config.answer.min_confidence * 0.99)
                 turn.confidence = found.confidence
                 turn.best_score = found.best_similarity
                 if found.curated is not None:
@@ -431,7 +451,7 @@ class Answerer:
                     turn.citations = [CitationRow(url=c.url, title=c.title) for c in citations]
                     yield CitationsEvent(citations=citations)
                     actions: list[SuggestedAction] = []
-                elif found.confidence < config.answer.min_confidence:
+                elif not found.answered:
                     turn.source, turn.answered = "not_found", False
                     turn.gap_normalized = normalize_question(question)
                     turn.gap_vector = found.vector
@@ -447,11 +467,7 @@ class Answerer:
                     actions = []
                 else:
                     yield MetaEvent(conversation_id=conversation_id, confidence=round(found.confidence, 3), lang=lang)
-                    prompt = build_prompt(question, found.sources, config.answer, lang=lang,
-                                          site_name=config.name, history=found.history,
-                                          page_hint=request.page.title if request.page and page_url else "",
-                                          quotes=found.quotes)
-                    async for piece in self.provider.stream(prompt):
+                    async for piece in generated:
                         yield token(piece)
                     cited = cited_sources("".join(pieces), found.sources)
                     citations = [Citation(title=s.title, url=s.url, snippet=snippet(quoted_text(found.quotes, s.n) or s.text))

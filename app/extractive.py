@@ -33,24 +33,21 @@ from store.search import content_terms
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 
-DEBUG: list = []
+#: Set to a list to collect, per question, the units with their FEATURES and scores (the
+#: calibration scripts in docs/eval.md read it); None in production.
+TRACE: list | None = None
 MAX_QUOTES = 3
 MAX_ANSWER_CHARS = 600
-#: Units whose similarity to the question is measured with the model to choose the lead (one
-#: batch per question). Off: measured on the golden and held-out sets it chose no better than the
-#: lexical evidence (answer-contains 0.59 vs 0.53 on fastapi with 8) and cost ~4.5 ms a unit.
+#: Units whose own similarity to the question is measured with the model (one batch per
+#: question). Off: on the calibration sets the best few units ranked by their own embedding put
+#: the answer first no more often than the cheap features (top-1 0.58 either way, top-3 0.75 →
+#: 0.79) and cost ~4.5 ms a unit on two cores (docs/eval.md, "Choosing what to quote").
 SEMANTIC_UNITS = 0
-SEMANTIC_WEIGHT = 1.0
-#: What a structured fact (Product, Event, opening hours) that carries the price, date or time
-#: asked for adds: it wins over a menu row or a sentence that mentions the same thing in passing.
-FACT_BONUS = 0.3
-#: How much the source's own retrieval evidence counts: its passage's similarity and its rank.
-PRIOR_SIMILARITY = 0.25
-PRIOR_RANK = 0.2
-#: A unit of another source must score at least this share of the lead's score to be added.
-FOLLOW_SHARE = 0.9
-#: A neighbour of the lead in its own passage, this share.
-NEIGHBOUR_SHARE = 0.6
+#: A unit of another source is added when it scores within this much of the lead (scores are
+#: the logits of UNIT_WEIGHTS) and says something the lead does not.
+FOLLOW_MARGIN = 0.5
+#: A neighbour of the lead in its own passage, within this much.
+NEIGHBOUR_MARGIN = 1.0
 
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 _WORD = re.compile(r"\w+")
@@ -97,6 +94,8 @@ class Unit(msgspec.Struct, kw_only=True):
     """sentence | faq | fact | row | code"""
     about: str = ""
     """What it is about beyond its own words: FAQ question, table header, heading path, title."""
+    passage_similarity: float = 0.0
+    """Similarity of the stored passage it was cut from to the question (no embedding per unit)."""
 
 
 class Quote(msgspec.Struct, kw_only=True):
@@ -114,6 +113,13 @@ class Selection(msgspec.Struct, kw_only=True):
     """The lead's semantic similarity to the question (None when not measured)."""
     lead: str = ""
     """The lead unit's text, as the model should read it."""
+    lead_score: float = 0.0
+    """The lead unit's score (a logit of UNIT_WEIGHTS)."""
+    lead_features: dict[str, float] = msgspec.field(default_factory=dict)
+    """The lead unit's FEATURES by name."""
+    missing_subject: float = 0.0
+    """Share of the question's subject weight that no unit of the top two sources mentions (in its
+    text or what it is about): a key word the best pages never use."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -213,15 +219,16 @@ def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None 
     """The units of one source, in reading order: of its retrieved text, or of the whole page
     (`passages`, its chunks in page order) when the answer may look beyond what was retrieved."""
     if passages:
-        segments = [(p.text, p.kind, " ".join(p.heading_path)) for p in passages]
+        segments = [(p.text, p.kind, " ".join(p.heading_path),
+                     source.similarity if p.similarity is None else p.similarity) for p in passages]
     else:
-        segments = [(source.text, source.kind, source.context)]
+        segments = [(source.text, source.kind, source.context, source.similarity)]
     units: list[Unit] = []
-    for text, kind, heading in segments:
+    for text, kind, heading, similarity in segments:
         about_segment = f"{heading} {source.title}"
         for piece, unit_kind, about in _segment_units(text, kind):
             units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
-                              about=f"{about} {about_segment}".strip()))
+                              about=f"{about} {about_segment}".strip(), passage_similarity=similarity))
     return units
 
 
@@ -298,7 +305,7 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
-def _evidence_bonus(unit: Unit, asks: _Asks, subject: frozenset[str] = frozenset()) -> float:
+def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number."""
     text = unit.text
     bonus = 0.0
@@ -310,18 +317,96 @@ def _evidence_bonus(unit: Unit, asks: _Asks, subject: frozenset[str] = frozenset
         bonus += 0.15
     if asks.count and _HAS_NUMBER.search(text):
         bonus += 0.1
-    # Structured facts win for price, date and hours questions — about the thing they name
-    # ("Sea Salt Sourdough — $9.50"), not a granola that merely contains oats.
-    if (unit.kind == "fact" and (asks.price or asks.time or asks.date) and bonus
-            and subject & stems(unit.text.split(" — ", 1)[0])):
-        bonus += FACT_BONUS
     return bonus
+
+
+#: What a unit is scored on. Each is cheap: words, kinds and the similarities retrieval already
+#: measured; "similarity" (the unit's own embedding) only when SEMANTIC_UNITS > 0.
+FEATURES = (
+    "lexical",             # share of the question's rarity-weighted words it uses (its context at half)
+    "passage_similarity",  # similarity of its stored passage to the question
+    "source_similarity",   # similarity of its source's best passage
+    "source_rank",         # 1 / (1 + the source's rank)
+    "evidence",            # what the question asks for is there: a price, a time, a date, an API name
+    "faq", "fact", "row", "code",
+    "length",              # min(characters, 600) / 300
+    "early",               # among the first three units of its page
+    "command",             # a how-do-I / which-command question and a command in the unit
+    "number",              # a how-much / how-many / when question and a number in the unit
+    "visitor_page",        # from the page the visitor is on
+    "answering_fact",      # a structured fact about the thing asked that carries the price/date/time asked for
+    "similarity",          # the unit's own similarity to the question
+)
+#: Weights of FEATURES: a listwise (softmax) logistic model fitted on the calibration golden sets
+#: (tests/eval/*.jsonl and tests/eval/heldout/*.jsonl, never on tests/eval/report or unseen),
+#: a unit being right when it contains the expected answer string (docs/eval.md, "Choosing
+#: what to quote"). Set by hand: visitor_page (no calibration question carries a page) and
+#: answering_fact — structured facts (Product, Event, opening hours) win price, date and hours
+#: questions about the thing they name ("Sea Salt Sourdough — $9.50", not a dish with sourdough).
+UNIT_WEIGHTS = np.array([
+    3.46,   # lexical
+    2.14,   # passage_similarity
+    0.45,   # source_similarity
+    0.86,   # source_rank
+    1.06,   # evidence
+    0.0,    # faq
+    -0.32,  # fact
+    0.0,    # row
+    0.40,   # code
+    0.67,   # length
+    0.20,   # early
+    0.69,   # command
+    0.51,   # number
+    1.0,    # visitor_page
+    1.5,    # answering_fact
+    0.0,    # similarity
+])
+
+_COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
+_COMMAND_TEXT = re.compile(r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
+_NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|when|cu[aá]nt[oa]s?|wie viele?|wann)\b",
+                       re.I)
+
+
+def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
+                  asks: _Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
+    """One row of FEATURES per unit."""
+    features = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
+    command_question = asks.howto or bool(_COMMAND_Q.search(question))
+    number_question = bool(_NUMBER_Q.search(question))
+    for i, unit in enumerate(units):
+        source = sources[unit.source]
+        evidence = _evidence_bonus(unit, asks)
+        if asks.howto and unit.kind == "sentence" and names_api(unit.text):
+            evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
+        features[i, :15] = (
+            _coverage(weights, stems(unit.text), stems(unit.about)),
+            max(0.0, unit.passage_similarity),
+            max(0.0, source.similarity),
+            1.0 / (1 + unit.source),
+            evidence,
+            unit.kind == "faq", unit.kind == "fact", unit.kind == "row", unit.kind == "code",
+            min(len(unit.text), 600) / 300,
+            unit.position < 3,
+            command_question and (unit.kind == "code" or bool(_COMMAND_TEXT.search(unit.text))),
+            number_question and bool(_HAS_NUMBER.search(unit.text)),
+            bool(page_url) and source.url == page_url,
+            unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
+            and bool(subject & stems(unit.text.split(" — ", 1)[0])),
+        )
+    if asks.howto:
+        # "You can do this by running twine check on your package files:" + the command.
+        for i, unit in enumerate(units[:-1]):
+            following = units[i + 1]
+            if unit.text.rstrip().endswith(":") and following.kind == "code" and following.source == unit.source:
+                features[i, 4] += 0.15
+    return features
 
 
 def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
            qvec: np.ndarray | None = None, embed: Embed | None = None,
            passages: Mapping[int, Sequence[PagePassage]] | None = None,
-           max_sources: int = 4) -> Selection:
+           max_sources: int = 4, page_url: str = "") -> Selection:
     """Score every unit of the top sources for this question and choose what to quote.
     `passages` gives whole pages for some sources (by index), so the sentence that answers is
     found even when the retrieved chunk of its page was another."""
@@ -330,42 +415,25 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
     if not units:
         return Selection(quotes=[])
-    lexical = [_coverage(weights, stems(unit.text), stems(unit.about)) for unit in units]
-    # The source's own retrieval evidence (its passage's similarity) and rank, and a mild
-    # penalty for long sentences (they use many words without answering better).
-    prior = [PRIOR_SIMILARITY * max(0.0, sources[u.source].similarity) + PRIOR_RANK / (1 + u.source)
-             - 0.1 * min(1.0, max(0, len(u.text) // 6 - 35) / 35) for u in units]
     heaviest = max(weights.values(), default=0.0)
     # The words that name what the question is about (not "price" or "open").
     subject = frozenset(t for t, w in weights.items() if w >= 0.5 * heaviest)
-    bonus = [_evidence_bonus(u, asks, subject) + (0.08 if u.kind == "faq" else 0.0) for u in units]
-    if asks.howto:
-        # On documentation, a how-do-I question is answered with the API the page names.
-        for i, unit in enumerate(units):
-            if unit.kind == "sentence" and names_api(unit.text):
-                bonus[i] += 0.1
-        # "You can do this by running twine check on your package files:" + the command.
-        for i, unit in enumerate(units[:-1]):
-            following = units[i + 1]
-            if unit.text.rstrip().endswith(":") and following.kind == "code" and following.source == unit.source:
-                bonus[i] += 0.15
-    base = [lexical[i] + prior[i] + bonus[i] for i in range(len(units))]
-
+    features = unit_features(question, units, sources, weights, asks, subject, page_url=page_url)
     similarity = [0.0] * len(units)
     measured: set[int] = set()
     if qvec is not None and embed is not None and SEMANTIC_UNITS > 0:
+        base = features @ UNIT_WEIGHTS
         top = sorted(range(len(units)), key=lambda i: -base[i])[:SEMANTIC_UNITS]
         vectors = embed([model_text(units[i]) for i in top])
         for i, vector in zip(top, vectors, strict=True):
             similarity[i] = float(vector @ qvec)
+        features[:, FEATURES.index("similarity")] = similarity
         measured.update(top)
-    score = [base[i] + SEMANTIC_WEIGHT * similarity[i] for i in range(len(units))]
-
+    score = list(features @ UNIT_WEIGHTS)
     order = sorted(range(len(units)), key=lambda i: -score[i])
-    if DEBUG:
-        for i in order[:10]:
-            DEBUG.append((round(score[i], 3), round(lexical[i], 3), round(prior[i], 3), round(bonus[i], 3),
-                          round(similarity[i], 3), units[i].source, units[i].text[:90]))
+    if TRACE is not None:
+        TRACE.append(dict(question=question, units=units, score=score, features=features,
+                          sources=list(sources), weights=dict(weights)))
     lead = order[0]
     lead_unit = units[lead]
     chosen = [lead]
@@ -388,7 +456,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
             continue  # the same words again (an FAQ answer is also on its page as prose)
         on_subject = bool(subject & stems(candidate.text))
-        if introduced or (on_subject and score[neighbour] >= NEIGHBOUR_SHARE * score[lead]):
+        if introduced or (on_subject and score[lead] - score[neighbour] <= NEIGHBOUR_MARGIN):
             chosen.append(neighbour)
             used += len(units[neighbour].text)
         elif step > 0:
@@ -399,10 +467,10 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # is nearly as good as the lead.
     for i in order[1:]:
         unit = units[i]
-        share = NEIGHBOUR_SHARE if unit.source == lead_unit.source else FOLLOW_SHARE
-        if score[i] < NEIGHBOUR_SHARE * score[lead]:
+        margin = NEIGHBOUR_MARGIN if unit.source == lead_unit.source else FOLLOW_MARGIN
+        if score[lead] - score[i] > NEIGHBOUR_MARGIN:
             break
-        if score[i] < share * score[lead] or i in chosen or unit.kind == "code" or not room_for(i):
+        if score[lead] - score[i] > margin or i in chosen or unit.kind == "code" or not room_for(i):
             continue
         folded = unit.text.casefold()
         if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
@@ -427,8 +495,13 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     passage = [units[i] for i in chosen if units[i].source == lead_unit.source]
     support = _coverage(weights, frozenset().union(*(stems(u.text) for u in passage)),
                         frozenset().union(*(stems(u.about) for u in passage)))
+    top_words = frozenset().union(*(stems(u.text) | stems(u.about) for u in units if u.source < 2))
+    subject_weight = sum(weights[t] for t in subject)
+    missing = sum(weights[t] for t in subject if t not in top_words) / subject_weight if subject_weight else 0.0
     return Selection(quotes=quotes, support=support, similarity=similarity[lead] if lead in measured else None,
-                     lead=model_text(lead_unit))
+                     lead=model_text(lead_unit), lead_score=float(score[lead]),
+                     lead_features=dict(zip(FEATURES, map(float, features[lead]), strict=True)),
+                     missing_subject=missing)
 
 
 def model_text(unit: Unit) -> str:

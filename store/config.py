@@ -81,11 +81,10 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     min_term_coverage: float = 0.5
     """Share of the question's content words the site must use somewhere; below it the question
     is refused unless the best passage is a strong semantic match (0 turns the check off)."""
-    min_answer_evidence: float = 1.05
-    """How well the answer's lead passage must address the question — the share of the question's
-    (rarity-weighted) words it uses with its heading and title, plus half the retrieval
-    confidence, plus its similarity to the question (0..2.5); below it the question is refused
-    as a near miss in the site's own vocabulary (0 turns the check off)."""
+    min_answerability: float = 0.45
+    """The probability (0..1) that the site answers the question below which the visitor gets the
+    honest 'not found' answer: read from the best passage's confidence and how well the sentence
+    the answer would lead with addresses the question (app/answerability.py; 0 turns it off)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5
@@ -151,8 +150,8 @@ def validate_config(config: SiteConfig) -> SiteConfig:
         raise InvalidConfig("answer.min_confidence must be within 0..1", field="answer.min_confidence")
     if not 0 <= config.answer.min_term_coverage <= 1:
         raise InvalidConfig("answer.min_term_coverage must be within 0..1", field="answer.min_term_coverage")
-    if not 0 <= config.answer.min_answer_evidence <= 2.5:
-        raise InvalidConfig("answer.min_answer_evidence must be within 0..2.5", field="answer.min_answer_evidence")
+    if not 0 <= config.answer.min_answerability <= 1:
+        raise InvalidConfig("answer.min_answerability must be within 0..1", field="answer.min_answerability")
     if config.answer.min_chunks < 0 or config.answer.max_sources < 1:
         raise InvalidConfig("answer.min_chunks/max_sources out of range", field="answer")
     return config
@@ -169,6 +168,22 @@ def decode_config(raw: bytes | str | dict) -> SiteConfig:
         text = str(exc)
         field = text.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in text else None
         if "Object contains unknown field" in text:
+#: Settings a stored config may still carry from an older frontdesk, dropped when it is read
+#: back from a tenant file (a request naming one is refused like any unknown field).
+RETIRED_FIELDS = {"answer": ("min_answer_evidence",)}
+
+
+def decode_stored_config(raw: bytes | str) -> SiteConfig:
+    """A config as stored in a tenant file, written by this or an older version."""
+    data = msgspec.json.decode(raw)
+    if isinstance(data, dict):
+        for section, names in RETIRED_FIELDS.items():
+            if isinstance(data.get(section), dict):
+                for name in names:
+                    data[section].pop(name, None)
+    return decode_config(data)
+
+
             field = text.split("`")[1] if "`" in text else field
         raise InvalidConfig(f"invalid site config: {text}", field=field) from None
     except msgspec.DecodeError as exc:

@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 
 from store.manifests import manifest_flags
+from store.search import cosine_similarities
 
 
 class VectorMissing(Exception):
@@ -361,16 +362,27 @@ class PagePassage(msgspec.Struct):
     text: str
     kind: str
     heading_path: list[str]
+    chunk_id: int = 0
+    similarity: float | None = None
+    """The passage's cosine similarity to the question (when a query vector was given)."""
 
 
-def page_passages(conn: apsw.Connection, url: str, limit: int = 40) -> list[PagePassage]:
+def page_passages(conn: apsw.Connection, url: str, limit: int = 40,
+                  vector: np.ndarray | None = None) -> list[PagePassage]:
     """An active page's chunks in page order: the whole page an answer may quote from when one of
-    its passages was retrieved."""
+    its passages was retrieved. With the question's `vector`, each passage carries its similarity
+    to it (from the stored vectors: no embedding), so the answer knows which section is about it."""
     rows = conn.execute(
-        "SELECT c.text, c.kind, pc.heading_path FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
+        "SELECT c.id, c.text, c.kind, pc.heading_path FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
         "JOIN chunks c ON c.id = pc.chunk_id WHERE p.url = ? AND p.status = 'active' "
         "ORDER BY pc.position LIMIT ?", (url, limit)).fetchall()
-    return [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]")) for text, kind, path in rows]
+    passages = [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]"), chunk_id=chunk_id)
+                for chunk_id, text, kind, path in rows]
+    if vector is not None and passages:
+        similarity = cosine_similarities(conn, vector, [p.chunk_id for p in passages])
+        for passage in passages:
+            passage.similarity = similarity.get(passage.chunk_id)
+    return passages
 
 
 class RenderDecision(msgspec.Struct, kw_only=True):

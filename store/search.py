@@ -180,6 +180,15 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = Non
     return TermCoverage(terms=terms, unknown=unknown, share=share)
 
 
+def coverage_from_counts(text: str, counts: dict[str, int], min_chunks: int, also_known: str = "") -> TermCoverage:
+    """`term_coverage` from document counts already at hand (`document_counts`): no lookups."""
+    terms = content_terms(text)
+    extra = {w.lower() for w in _TOKEN.findall(also_known)} if also_known else set()
+    unknown = [t for t in terms if t not in extra and counts.get(t, 0) < max(1, min_chunks)]
+    share = 1.0 - len(unknown) / len(terms) if terms else 1.0
+    return TermCoverage(terms=terms, unknown=unknown, share=share)
+
+
 def document_counts(conn: apsw.Connection, terms: list[str], cap: int = 1000) -> dict[str, int]:
     """In how many chunks each term occurs (stemmed like the index), counted up to `cap`: the
     rarity that weighs a question's words (a word in every chunk says little)."""
@@ -297,7 +306,8 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
     return row[0], row[1], json.loads(row[2])
 
 
-def _cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
+def cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
+    """Cosine similarity of the query vector to each stored chunk vector (chunk id → similarity)."""
     if not chunk_ids:
         return {}
     index = vector_index.index_for(conn)
@@ -326,8 +336,8 @@ def _boost_page(conn: apsw.Connection, fused: dict[int, float], page_url: str, b
     top = max(fused.values())
     if vector is not None:
         leaders = [cid for cid, _ in sorted(fused.items(), key=lambda item: -item[1])[:5]]
-        best = max(_cosine_similarities(conn, vector, leaders).values(), default=0.0)
-        similar = sorted(_cosine_similarities(conn, vector, on_page[:500]).items(), key=lambda item: -item[1])[:3]
+        best = max(cosine_similarities(conn, vector, leaders).values(), default=0.0)
+        similar = sorted(cosine_similarities(conn, vector, on_page[:500]).items(), key=lambda item: -item[1])[:3]
         for chunk_id, similarity in similar:
             estimate = top * max(0.0, similarity) / best if best > 0 else 0.0
             fused[chunk_id] = max(fused.get(chunk_id, 0.0), estimate)
@@ -408,7 +418,7 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     similarity = (
         {cid: 1.0 - dist for cid, dist in dense}
         if vector is None
-        else _cosine_similarities(conn, vector, ids)
+        else cosine_similarities(conn, vector, ids)
     )
     hits: list[Hit] = []
     for cid, score in window:

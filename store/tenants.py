@@ -26,7 +26,7 @@ import apsw
 import msgspec
 
 from store import migrations
-from store.config import SiteConfig, decode_config, encode_config
+from store.config import SiteConfig, decode_stored_config, encode_config
 from store.connect import check_is_sqlite, open_connection
 from store.errors import InvalidTenantId, NotADatabase, StoreError, TenantExists, TenantNotFound
 
@@ -165,7 +165,7 @@ class Tenant:
         row = self._or_reader(conn).execute("SELECT config FROM site_config WHERE id = 1").fetchone()
         if row is None:
             raise StoreError(f"tenant {self.id} has no site config")
-        return decode_config(row[0])
+        return decode_stored_config(row[0])
 
     def set_config(self, config: SiteConfig, conn: apsw.Connection | None = None) -> None:
         if conn is None:

@@ -138,12 +138,14 @@ def test_term_coverage_check_names_the_unknown_words_and_can_be_turned_off(serve
     config = tenant.config()
     found = answerer.retrieve(tenant, "how do I set up a postgres replica", None, "en", None)
     assert found.coverage is not None and found.coverage.unknown == ["postgres", "replica"]
+    assert not found.answered and "words" in found.refused
     assert found.confidence < config.answer.min_confidence
     try:
-        off = msgspec.structs.replace(config.answer, min_term_coverage=0.0, min_confidence=0.0)
+        off = msgspec.structs.replace(config.answer, min_term_coverage=0.0, min_confidence=0.0,
+                                      min_answerability=0.0)
         tenant.set_config(msgspec.structs.replace(config, answer=off))
         found = answerer.retrieve(tenant, "how do I set up a postgres replica", None, "en", None)
-        assert found.coverage is None and found.confidence > 0
+        assert found.answered and found.confidence > 0
     finally:
         tenant.set_config(config)
 

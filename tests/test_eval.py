@@ -257,11 +257,13 @@ def test_coverage_check_refuses_what_similarity_alone_would_answer(fastapi_ctx):
     assert confidence_of(found.best_similarity, embedder) >= config.answer.min_confidence  # similarity says yes
     assert found.coverage is not None and found.coverage.share < config.answer.min_term_coverage
     assert set(found.coverage.unknown) >= {"horario", "tienda"}
-    assert found.confidence < config.answer.min_confidence  # refused
+    assert not found.answered and "words" in found.refused  # refused by the coverage check
+    assert found.confidence < config.answer.min_confidence
     try:
         tenant.set_config(msgspec.structs.replace(config, answer=msgspec.structs.replace(
-            config.answer, min_term_coverage=0.0)))
-        assert answerer.retrieve(tenant, question, None, "es", None).confidence >= config.answer.min_confidence
+            config.answer, min_term_coverage=0.0, min_answerability=0.0)))
+        again = answerer.retrieve(tenant, question, None, "es", None)
+        assert again.answered and again.confidence >= config.answer.min_confidence
     finally:
         tenant.set_config(config)
 

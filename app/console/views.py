@@ -95,7 +95,7 @@ HELP = {
     "answer.guardrails": "Rules for the assistant, one per line.",
     "answer.min_confidence": "0–1: below it visitors get the honest “not found on this site”.",
     "answer.min_term_coverage": "0–1: share of the question's words the site must use.",
-    "answer.min_answer_evidence": "0–2.5: how well the quoted passage must address the question.",
+    "answer.min_answerability": "0–1: how sure frontdesk must be that the site answers (else \"not found\").",
 }
 SECTIONS: list[tuple[str, str, type[msgspec.Struct]]] = [
     ("", "Site", SiteConfig), ("crawl", "Crawling", CrawlSettings), ("clean", "Cleaning", CleanSettings),

@@ -1,0 +1,48 @@
+"""Whether the site answers a question: the honest "not found" decision.
+
+Retrieval always finds *something*; the question is whether it answers. A near miss in the
+site's own vocabulary ("roll back the last Django migration" on a packaging guide) retrieves
+passages that share its words; an off-topic question that shares one word finds a page that
+uses it once. What separates them from answerable questions, measured on the calibration sets
+(tests/eval/*.jsonl and tests/eval/heldout/*.jsonl — never on the report sets):
+
+- `confidence`: the best passage's similarity on the embedder's calibrated 0..1 scale;
+- `sentence_similarity`: the similarity of the sentence the answer would lead with;
+- `lexical`: the share of the question's rarity-weighted words that lead sentence uses.
+
+A logistic model over those three gives the probability that the site answers; below the
+tenant's `answer.min_answerability` the visitor gets the honest answer with the best links.
+It is fitted on the questions that pass the term-coverage check (app/answer.py), which refuses
+first what the site has no words for; `coverage` is kept with the signals for debugging.
+docs/eval.md ("How a question is refused") has the fit and the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+#: Logistic weights fitted on the calibration sets' questions that pass the coverage check (185:
+#: 144 answerable, 41 not); the default threshold 0.45 (store/config.py) refuses 2.8% of all the
+#: calibration sets' answerable questions and 86% of their unanswerable ones, coverage check included.
+WEIGHTS = {"confidence": 6.08, "sentence_similarity": 2.15, "lexical": 0.89}
+BIAS = -3.37
+
+
+class AnswerSignals(msgspec.Struct, kw_only=True):
+    """What the decision reads, kept with the answer for debugging and evaluation."""
+
+    confidence: float
+    coverage: float
+    sentence_similarity: float
+    lexical: float
+    probability: float = 0.0
+
+
+def answerability(confidence: float, coverage: float, sentence_similarity: float, lexical: float) -> AnswerSignals:
+    """The probability that the site answers the question, with the signals behind it."""
+    logit = BIAS + (WEIGHTS["confidence"] * confidence + WEIGHTS["sentence_similarity"] * sentence_similarity
+                    + WEIGHTS["lexical"] * lexical)
+    return AnswerSignals(confidence=confidence, coverage=coverage, sentence_similarity=sentence_similarity,
+                         lexical=lexical, probability=1.0 / (1.0 + math.exp(-logit)))
