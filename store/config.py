@@ -157,17 +157,6 @@ def validate_config(config: SiteConfig) -> SiteConfig:
     return config
 
 
-def decode_config(raw: bytes | str | dict) -> SiteConfig:
-    """Parse and validate a config; errors name the offending field."""
-    try:
-        if isinstance(raw, dict):
-            config = msgspec.convert(raw, SiteConfig)
-        else:
-            config = msgspec.json.decode(raw, type=SiteConfig)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in text else None
-        if "Object contains unknown field" in text:
 #: Settings a stored config may still carry from an older frontdesk, dropped when it is read
 #: back from a tenant file (a request naming one is refused like any unknown field).
 RETIRED_FIELDS = {"answer": ("min_answer_evidence",)}
@@ -184,6 +173,17 @@ def decode_stored_config(raw: bytes | str) -> SiteConfig:
     return decode_config(data)
 
 
+def decode_config(raw: bytes | str | dict) -> SiteConfig:
+    """Parse and validate a config; errors name the offending field."""
+    try:
+        if isinstance(raw, dict):
+            config = msgspec.convert(raw, SiteConfig)
+        else:
+            config = msgspec.json.decode(raw, type=SiteConfig)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        field = text.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in text else None
+        if "Object contains unknown field" in text:
             field = text.split("`")[1] if "`" in text else field
         raise InvalidConfig(f"invalid site config: {text}", field=field) from None
     except msgspec.DecodeError as exc:
