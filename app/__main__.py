@@ -104,8 +104,9 @@ def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     summary = asyncio.run(crawl(tenant, embedder, options, on_progress=lambda event: show_crawl(progress, event)))
     progress.finish()
     data = msgspec.to_builtins(summary)
-    emit(args, data, " ".join(f"{k}={v}" for k, v in data.items() if k not in ("skipped", "errors"))
+    emit(args, data, " ".join(f"{k}={v}" for k, v in data.items() if k not in ("skipped", "errors", "junk"))
          + (f"\nskipped: {data['skipped']}" if data["skipped"] else "")
+         + (f"\njunk kept out: {data['junk']}" if data["junk"] else "")
          + (f"\nerrors: {data['errors']}" if data["errors"] else ""))
     if summary.status != "done":
         raise FrontdeskError(f"crawl {summary.status}")
@@ -134,13 +135,18 @@ def search_command(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("stats")
 def stats_command(ctx: Context, args: argparse.Namespace) -> None:
-    from store.pages import render_stats, stats
+    from store.pages import junk_summary, render_stats, stats
 
     tenant = ctx.registry.get(args.id)
     result = stats(tenant.reader(), file_bytes=tenant.path.stat().st_size)
     data = msgspec.to_builtins(result)
     data["render"] = render_stats(tenant.reader())  # which pages needed a browser (crawl.render)
-    emit(args, data, "\n".join(f"{k}: {json.dumps(v)}" for k, v in data.items()))
+    junk = junk_summary(tenant.reader())
+    lines = [f"{k}: {json.dumps(v)}" for k, v in data.items()]
+    lines.append(f"junk: {junk.total} URLs kept out of the index {json.dumps(junk.by_reason)}")
+    lines += [f"  {f.family}: {f.urls} ({f.reason}, {f.fetched} fetched) — {f.detail}" for f in junk.families]
+    data["junk"] = msgspec.to_builtins(junk)
+    emit(args, data, "\n".join(lines))
 
 
 @command("ask")

@@ -23,8 +23,9 @@ from urllib.parse import urljoin
 import anyio
 import msgspec
 
-from ingest.crawl.fetch import Fetcher
+from ingest.crawl.fetch import Fetcher, is_transient
 from ingest.crawl.frontier import Frontier
+from ingest.crawl.junk import JunkDetector
 from ingest.crawl.robots import fetch_robots
 from ingest.crawl.sitemaps import load_sitemaps
 from ingest.crawl.urls import normalize_url
@@ -35,8 +36,8 @@ from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
 from store.config import SiteConfig
 from store.contacts import pages_with_placeholders
-from store.errors import FetchError
-from store.pages import PageState, mark_fetched, page_html, page_states
+from store.errors import FetchError, FrontdeskError, StoreError
+from store.pages import PageState, junk_families, mark_fetched, page_html, page_states, record_junk
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,17 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     """URLs not crawled, by reason (robots, noindex, off_site, max_pages…)."""
     errors: dict[str, int] = msgspec.field(default_factory=dict)
     """Pages that failed, by reason (timeout, too_large, not_html, http_500…)."""
+    skipped_junk: int = 0
+    """URLs kept out of the index as generated junk (fetched and judged, or refused unfetched)."""
+    junk: dict[str, int] = msgspec.field(default_factory=dict)
+    """Those URLs by reason (junk_calendar, junk_query, junk_template)."""
+    retried_later: int = 0
+    """Later attempts at pages that had failed transiently (timeouts, connection errors, 5xx)."""
+    recovered_later: int = 0
+    """Pages that failed transiently and then loaded on a later attempt."""
+    loop_stalled_s: float = 0.0
+    """Seconds the crawler's event loop could not run (a busy machine); request deadlines leave
+    them out."""
     render: dict[str, int] = msgspec.field(default_factory=dict)
     """JavaScript pages (crawl.render): pages by decision, browser starts and recycles, requests
     refused, the browser's peak memory in MB (ingest/render/)."""
@@ -120,7 +132,9 @@ class _Job:
         self.sitemap: dict[str, str | None] = {}
         self.reached: set[str] = set()
         self.manifest_hints: set[str] = set()  # actions.json files pages point at (<link rel="actions">)
+        self.junk = JunkDetector(enabled=False)  # made for the crawl once page states are read
         self.render: RenderStage | None = None
+        self.stopped_by: StoreError | None = None  # the tenant file could not be written: the job ends
         self._last_emit = 0.0
 
     def emit(self, url: str = "", force: bool = False) -> None:
@@ -151,14 +165,14 @@ class _Job:
         self.summary.chunks_embedded += stats.chunks_added
         self.summary.chunks_deleted += stats.chunks_deleted
 
-    async def remove(self, url: str, reason: str, status: int | None = None) -> None:
+    async def remove(self, url: str, reason: str, status: int | None = None, *, junk: bool = False) -> None:
         state = self.states.get(url)
         if state is None or state.status != "active":
             return
         async with self.index_lock:
             deleted = await anyio.to_thread.run_sync(lambda: self.indexer.remove(url, reason, status))
         state.status = "gone"
-        self.summary.removed += 1
+        self.summary.removed += not junk  # junk is counted in skipped_junk, not as gone from the site
         self.summary.chunks_deleted += deleted
 
 
@@ -175,6 +189,17 @@ def _finish_run(tenant: Tenant, run_id: int, summary: CrawlSummary, errors: list
                      (now, summary.status, msgspec.json.encode(summary).decode(), run_id))
         conn.executemany("INSERT INTO crawl_errors(run_id, url, reason, message, at) VALUES (?, ?, ?, ?, ?)",
                          [(run_id, url, reason, message, now) for url, reason, message in errors[:5000]])
+
+
+def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
+    """Record why each junk URL was kept out. A full crawl reads every page it reaches, so its
+    list replaces the last one; other runs add to it."""
+    records = job.junk.records()
+    if not records and not complete:
+        return
+    indexed = [url for url, state in job.states.items() if state.status == "active"]
+    with job.tenant.write() as conn:
+        record_junk(conn, run_id, records, indexed, replace=complete)
 
 
 def _store_sitemap(tenant: Tenant, sitemap: dict[str, str | None]) -> None:
@@ -199,10 +224,17 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
         result = await fetcher.get(url, etag=state.etag if conditional else None,
                                    last_modified=state.last_modified if conditional else None)
     except FetchError as exc:
-        job.fail(url, exc.reason, exc.message)
         job.reached.add(url)  # an error is not evidence that the page is gone: keep it
+        # A busy machine or a hiccuping server: try once more after the rest had its turn.
+        if is_transient(exc) and frontier.defer(url, depth, exc.details.get("retry_after")):
+            job.summary.retried_later += 1
+            log.info("will retry %s later (%s)", url, exc.reason, extra={"trace_id": job.progress.job})
+            return
+        job.fail(url, exc.reason, exc.message)
         return
     job.reached.add(url)
+    if frontier.rounds[url]:
+        job.summary.recovered_later += 1
     if result.status == 304:
         job.summary.not_modified += 1
         await anyio.to_thread.run_sync(lambda: _mark(job, url, result.headers, lastmod))
@@ -243,6 +275,12 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
         job.reached.add(identity)
         if identity in job.states and url in job.states and job.states[url].status == "active":
             await job.remove(url, "canonical_elsewhere")  # an alias of another page's identity
+    verdict = await anyio.to_thread.run_sync(job.junk.observe, url, depth, doc)
+    for record in verdict.retract:  # earlier members of a family judged junk only now
+        await job.remove(record.url, record.reason, junk=True)
+    if verdict.exclude is not None:
+        await job.remove(url, verdict.exclude.reason, junk=True)  # never the canonical target: it is real
+        return
     known = job.states.get(identity)
     previous = known.content_hash if known is not None and known.status == "active" else None
     await job.index(doc, html=body, encoding=encoding, etag=result.headers.get("etag"),
@@ -251,6 +289,8 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
                     previous_hash=previous)
     job.states[identity] = PageState(id=0, url=identity, status="active", etag=None, last_modified=None,
                                      sitemap_lastmod=None, content_hash=None)
+    if (late := job.junk.excluded(url)) is not None:  # its family was judged junk meanwhile
+        await job.remove(url, late.reason, junk=True)
 
 
 def _identity(canonical: str, fetched: str, fetcher: Fetcher) -> str:
@@ -319,12 +359,21 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     job.states = await anyio.to_thread.run_sync(lambda: page_states(tenant.reader()))
     # A file from before the raw cache was scrubbed is cleaned by its first crawl (README, "Operations").
     await anyio.to_thread.run_sync(job.indexer.scrub_raw_cache)
+    job.junk = JunkDetector(enabled=config.crawl.junk_detection,
+                            exempt=[url for url, state in job.states.items() if state.status == "active"])
+    if kind == "delta":  # a full crawl judges every family afresh
+        job.junk.presume(await anyio.to_thread.run_sync(lambda: junk_families(tenant.reader())))
     try:
         if options.reparse:
             await _reparse(job)
         else:
             await _crawl_site(job, config, options)
         job.summary.status = "cancelled" if job.cancel.is_set() else "done"
+    except FrontdeskError as exc:  # a known failure (a full disk): its message says it all, no traceback
+        log.error("crawl of tenant %s failed: %s", tenant.id, exc.message, extra=trace)
+        job.summary.status = "failed"
+        job.errors.append(("", exc.code, exc.message[:500]))
+        raise
     except Exception as exc:
         log.exception("crawl of tenant %s failed", tenant.id, extra=trace)
         job.summary.status = "failed"
@@ -334,6 +383,9 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         job.summary.skipped = dict(job.skipped)
         job.summary.render = job.render.summary() if job.render is not None else {}
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
+        job.summary.junk = job.junk.counts()
+        job.summary.skipped_junk = sum(job.summary.junk.values())
+        await anyio.to_thread.run_sync(_store_junk, job, run_id, kind == "full")
         job.summary.seconds = round(time.monotonic() - job.started, 3)
         job.progress.phase = job.summary.status
         job.emit(force=True)
@@ -346,6 +398,7 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
     async with Fetcher(config.crawl, config.site) as fetcher, \
             RenderStage(job.tenant, config, fetcher.policy) as job.render:
         frontier = Frontier.for_fetcher(fetcher)
+        frontier.checks.append(job.junk.refusal)
         job.progress.phase = "discovering"
         job.emit(force=True)
         sitemap_loaded = await _discover(job, fetcher, frontier, options)
@@ -356,19 +409,26 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
 
         async def worker() -> None:
             nonlocal active
-            while not job.cancel.is_set():
+            while not job.cancel.is_set() and job.stopped_by is None:
                 item = frontier.pop()
                 if item is None:
-                    if active == 0:
+                    if active == 0 and not frontier.waiting:
                         idle.set()
                         return
-                    await asyncio.sleep(0.02)  # others may still add links
+                    # Others may still add links; pages deferred after a failure come due.
+                    await asyncio.sleep(0.02 if active else min(frontier.next_due_in(), 0.5))
                     continue
                 active += 1
                 url, depth = item
-                job.summary.pages_found += 1
+                if not frontier.rounds[url]:
+                    job.summary.pages_found += 1
                 try:
                     await _process(job, fetcher, frontier, url, depth, options)
+                except StoreError as exc:
+                    # Not a bad page: the tenant file cannot be written (a full disk, a read-only
+                    # folder), so no later page could be either. Found by tests/chaos/faults.py:
+                    # every page failed and the crawl still ended "done" with exit 0.
+                    job.stopped_by = job.stopped_by or exc
                 except Exception as exc:  # one bad page never stops the crawl
                     log.exception("page %s failed", url, extra={"trace_id": job.progress.job})
                     job.fail(url, "internal_error", repr(exc))
@@ -378,7 +438,10 @@ async def _crawl_site(job: _Job, config: SiteConfig, options: CrawlOptions) -> N
                 job.emit(url)
 
         await asyncio.gather(*(worker() for _ in range(WORKERS)))
+        if job.stopped_by is not None:
+            raise job.stopped_by
         job.summary.requests = fetcher.requests
+        job.summary.loop_stalled_s = round(fetcher.stalls.stalled(), 2)
         for reason, count in frontier.rejected.items():
             job.skipped[reason] += count
         if not job.cancel.is_set() and not options.urls:

@@ -41,6 +41,14 @@ class CrawlSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Seconds for one request (connect + read), per attempt."""
     retries: int = 3
     """Attempts for a transient failure (timeouts, 429, 5xx) before giving up on a page."""
+    later_retries: int = 2
+    """Times a page that still fails transiently after `retries` is tried again later in the
+    same crawl, after the rest of the queue had its turn (0: give up at once)."""
+    later_retry_delay: float = 10.0
+    """Seconds before a page's first later retry; each further one waits three times as long."""
+    junk_detection: bool = True
+    """Keep generated page families (calendar chains, endless query families, faceted filters,
+    near-duplicate templates) out of the index, with the reason recorded (README.md, "Junk pages")."""
     max_bytes: int = 5_000_000
     """Largest response body accepted, after decompression."""
     allow_private_network: bool = False
@@ -146,6 +154,9 @@ def validate_config(config: SiteConfig) -> SiteConfig:
                     f"crawl.{name}[{i}] is not a valid regular expression: {exc}",
                     field=f"crawl.{name}[{i}]",
                 ) from None
+    for name in ("later_retries", "later_retry_delay"):
+        if getattr(crawl, name) < 0:
+            raise InvalidConfig(f"crawl.{name} must not be negative", field=f"crawl.{name}")
     if not 0 <= config.answer.min_confidence <= 1:
         raise InvalidConfig("answer.min_confidence must be within 0..1", field="answer.min_confidence")
     if not 0 <= config.answer.min_term_coverage <= 1:

@@ -375,6 +375,26 @@ def m006_manifest_flags(conn: apsw.Connection, dim: int) -> None:
     conn.execute("ALTER TABLE site_manifest ADD COLUMN flags TEXT NOT NULL DEFAULT '[]'")
 
 
+@migration
+def m007_junk_urls(conn: apsw.Connection, dim: int) -> None:
+    """URLs the crawler kept out of the index as generated junk (calendar chains, endless query
+    families, faceted filters, near-duplicate templates; ingest/crawl/junk.py), with the reason."""
+    conn.execute(
+        """
+        CREATE TABLE junk_urls (
+            url TEXT PRIMARY KEY,
+            family TEXT NOT NULL,                -- the URL family, e.g. host/events/{date}/{date}/
+            reason TEXT NOT NULL,                -- junk_calendar | junk_query | junk_template
+            detail TEXT NOT NULL DEFAULT '',
+            fetched INTEGER NOT NULL DEFAULT 1,  -- 0: refused unfetched once its family was judged
+            run_id INTEGER,
+            at REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX junk_urls_reason ON junk_urls(reason);
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -426,3 +426,73 @@ def render_stats(conn: apsw.Connection, limit: int = 100) -> dict:
         "pages": [{"url": url, "decision": decision, "reason": reason, "render_ms": ms, "requests": requests,
                    "blocked": json.loads(blocked)} for url, decision, reason, ms, requests, blocked in rows],
     }
+
+
+class JunkUrl(msgspec.Struct, frozen=True):
+    """A URL the crawler kept out of the index as generated junk, and why."""
+
+    url: str
+    family: str
+    """The URL family, e.g. ``example.com/events/{date}/{date}/``."""
+    reason: str
+    """``junk_calendar`` | ``junk_query`` | ``junk_template``."""
+    detail: str = ""
+    fetched: bool = True
+    """False: refused unfetched once its family was judged junk."""
+
+
+def record_junk(conn: apsw.Connection, run_id: int, urls: Iterable[JunkUrl], indexed: Iterable[str],
+                *, replace: bool = False) -> None:
+    """Record a crawl's junk URLs. URLs now indexed lose their record; with `replace` (a crawl
+    that saw the whole site) records of earlier runs go. Call inside a transaction."""
+    now = time.time()
+    if replace:
+        conn.execute("DELETE FROM junk_urls WHERE run_id IS NOT ?", (run_id,))
+    conn.executemany(
+        "INSERT OR REPLACE INTO junk_urls(url, family, reason, detail, fetched, run_id, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(u.url, u.family, u.reason, u.detail, int(u.fetched), run_id, now) for u in urls],
+    )
+    conn.executemany("DELETE FROM junk_urls WHERE url = ?", [(url,) for url in indexed])
+
+
+class JunkFamily(msgspec.Struct):
+    family: str
+    reason: str
+    urls: int
+    fetched: int
+    detail: str
+    example: str
+
+
+class JunkSummary(msgspec.Struct):
+    """What the crawler kept out as junk, for `frontdesk stats` and the admin stats API."""
+
+    total: int
+    by_reason: dict[str, int]
+    families: list[JunkFamily]
+    """The largest families first."""
+
+
+def junk_summary(conn: apsw.Connection, families: int = 10) -> JunkSummary:
+    by_reason = dict(conn.execute("SELECT reason, count(*) FROM junk_urls GROUP BY reason").fetchall())
+    rows = conn.execute(
+        "SELECT family, reason, count(*), sum(fetched), max(detail), min(url) FROM junk_urls "
+        "GROUP BY family, reason ORDER BY count(*) DESC, family LIMIT ?", (families,)).fetchall()
+    return JunkSummary(
+        total=sum(by_reason.values()),
+        by_reason=by_reason,
+        families=[JunkFamily(family=f, reason=r, urls=n, fetched=k or 0, detail=d or "", example=e)
+                  for f, r, n, k, d, e in rows],
+    )
+
+
+def junk_reason(conn: apsw.Connection, url: str) -> JunkUrl | None:
+    """Why `url` was kept out of the index as junk, or None."""
+    row = conn.execute("SELECT url, family, reason, detail, fetched FROM junk_urls WHERE url = ?", (url,)).fetchone()
+    return JunkUrl(url=row[0], family=row[1], reason=row[2], detail=row[3], fetched=bool(row[4])) if row else None
+
+
+def junk_families(conn: apsw.Connection) -> dict[str, str]:
+    """Family → reason of every URL family recorded as junk: a delta crawl refuses their URLs
+    without fetching them again (a full crawl judges afresh)."""
+    return dict(conn.execute("SELECT family, min(reason) FROM junk_urls GROUP BY family").fetchall())

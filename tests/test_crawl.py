@@ -20,14 +20,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.crawl import netguard, urls
-from ingest.crawl.fetch import MAX_REDIRECTS, Fetcher, FetchResult
-from ingest.crawl.frontier import Frontier
+from ingest.crawl.fetch import MAX_REDIRECTS, Fetcher, FetchResult, is_transient
+from ingest.crawl.frontier import MAX_LATER_DELAY, Frontier
+from ingest.crawl.junk import JunkDetector, Verdict, url_family
 from ingest.crawl.netguard import address_block_reason
 from ingest.crawl.robots import fetch_robots, parse_robots
 from ingest.crawl.sitemaps import load_sitemaps, parse_sitemap
 from ingest.crawl.urls import UrlPolicy, normalize_url, remove_dot_segments
+from ingest.document import Document, Fact, Section
 from store.config import CrawlSettings
 from store.errors import FetchError
+from tests.busy import GilHog
 from tests.sitesrv import Fault, SiteServer, serve_site
 
 SITES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sites"
@@ -278,6 +281,19 @@ def test_url_policy(url: str, expected: str | None) -> None:
     assert policy.allows(url) == expected
 
 
+def test_another_port_on_the_site_host_is_another_server() -> None:
+    """Docs that show "http://127.0.0.1:8000/items/5" link to the reader's machine: on a site
+    served from 127.0.0.1 (the tests, a local preview) those are not the site's pages."""
+    local = UrlPolicy(settings_for(), "http://127.0.0.1:41235/")
+    assert local.allows("http://127.0.0.1:41235/docs/") is None
+    assert local.allows("http://127.0.0.1:8000/items/5?q=somequery") == "off_site"
+    assert local.allows("http://127.0.0.1/docs") == "off_site"
+    public = UrlPolicy(settings_for(allowed_hosts=["cdn.example.com"]), "https://example.com/")
+    assert public.on_site("http://example.com/a") and public.on_site("https://example.com:443/a")
+    assert not public.on_site("https://example.com:8443/a")
+    assert public.on_site("https://cdn.example.com:8443/a")  # an allowed host, any port
+
+
 def test_url_policy_allow_patterns_restrict_the_crawl() -> None:
     policy = UrlPolicy(settings_for(allow=[r"^https://example\.com/docs/"]), "https://example.com/")
     assert policy.allows("https://example.com/docs/install") is None
@@ -447,6 +463,44 @@ def test_frontier_is_breadth_first_deduplicated_and_bounded() -> None:
         ("https://example.com/deep", 2),
     ]
     assert frontier.pop() is None
+
+
+def test_frontier_counts_each_refused_url_once() -> None:
+    policy = UrlPolicy(settings_for(), "https://example.com/")
+    frontier = Frontier(max_pages=10, max_depth=2, checks=[policy.allows])
+    for _ in range(3):  # the same off-site link in the footer of three pages
+        frontier.add("https://other.example.org/", 1)
+    assert frontier.rejected == {"off_site": 1}
+
+
+def test_frontier_checks_again_when_a_url_is_taken() -> None:
+    refused: set[str] = set()
+    frontier = Frontier(max_pages=10, max_depth=2, checks=[lambda url: "judged" if url in refused else None])
+    assert frontier.add("https://example.com/a", 0) and frontier.add("https://example.com/b", 0)
+    refused.add("https://example.com/a")  # a verdict reached after the URL was queued
+    assert frontier.pop() == ("https://example.com/b", 0)
+    assert frontier.pop() is None and frontier.rejected == {"judged": 1}
+
+
+def test_frontier_defers_transient_failures_with_backoff_and_a_bound() -> None:
+    frontier = Frontier(max_pages=10, max_depth=2, later_retries=2, later_delay=0.05)
+    assert frontier.add("https://example.com/a", 1)
+    assert frontier.pop() == ("https://example.com/a", 1)
+    assert frontier.defer("https://example.com/a", 1)
+    assert len(frontier) == 1 and frontier.waiting == 1
+    assert frontier.pop() is None  # not due yet: 50 ms ± 20 %
+    assert 0.03 < frontier.next_due_in() <= 0.06
+    time.sleep(0.07)
+    assert frontier.pop() == ("https://example.com/a", 1) and frontier.rounds["https://example.com/a"] == 1
+    assert frontier.defer("https://example.com/a", 1)
+    assert 0.1 < frontier.next_due_in() <= 0.18  # three times as long the second time
+    assert not frontier.defer("https://example.com/a", 1)  # rounds used up: the page is given up
+    assert not frontier.defer("https://example.com/b", 1, retry_after=MAX_LATER_DELAY + 1)
+    assert frontier.defer("https://example.com/c", 1, retry_after=2.0) and frontier.next_due_in() > 0.1
+
+
+def test_frontier_without_later_retries_gives_up_at_once() -> None:
+    assert not Frontier(max_pages=10, max_depth=2).defer("https://example.com/a", 0)
 
 
 # -- fetching ---------------------------------------------------------------------------------
@@ -762,6 +816,64 @@ def test_slow_loris_is_cut_off_by_the_deadline(pypug: SiteServer) -> None:
     assert time.monotonic() - started < 2
 
 
+def fetch_while_the_loop_is_blocked(server: SiteServer, path: str, config: CrawlSettings,
+                                     block: float) -> tuple[FetchResult | FetchError, float]:
+    """Fetch ``path`` while a blocking call holds the event loop for ``block`` seconds just after
+    the request went out; returns the outcome and the wall time it took."""
+
+    async def run() -> FetchResult | FetchError:
+        async with fetcher_for(server, config) as fetcher:
+            asyncio.get_running_loop().call_later(0.05, time.sleep, block)
+            try:
+                return await fetcher.get(server.url + path)
+            except FetchError as exc:
+                return exc
+
+    started = time.monotonic()
+    outcome = asyncio.run(run())
+    return outcome, time.monotonic() - started
+
+
+def test_time_the_event_loop_was_blocked_does_not_count_against_the_deadline(bare: SiteServer) -> None:
+    bare.files["/page.html"] = b"<html><body>answered in 0.2 s</body></html>"
+    bare.faults["/page.html"] = Fault(delay=0.2)
+    outcome, took = fetch_while_the_loop_is_blocked(bare, "/page.html", settings_for(timeout=0.5, retries=1), 1.5)
+    assert isinstance(outcome, FetchResult) and outcome.status == 200, outcome
+    assert took >= 1.5 and len(bare.hits("/page.html")) == 1  # one attempt, no retry needed
+
+
+def test_a_slow_server_still_times_out_beside_a_blocked_loop(bare: SiteServer) -> None:
+    bare.files["/slow.html"] = b"<html></html>"
+    bare.faults["/slow.html"] = Fault(delay=3.0)
+    outcome, took = fetch_while_the_loop_is_blocked(bare, "/slow.html", settings_for(timeout=0.5, retries=1), 0.5)
+    assert isinstance(outcome, FetchError) and outcome.reason == "timeout" and is_transient(outcome)
+    assert took < 1.6  # 0.5 s of the loop's own stall given back, then the 0.5 s deadline
+
+
+def test_a_thread_holding_the_gil_does_not_make_pages_time_out(pypug: SiteServer) -> None:
+    # A deadline shorter than one stretch of the hog, with room for the server (it shares the GIL)
+    # and a machine busy with more than this test.
+    config = settings_for(timeout=0.5, retries=1)
+
+    async def run() -> tuple[list[FetchResult | BaseException], float]:
+        async with fetcher_for(pypug, config) as fetcher:
+            results = await asyncio.gather(*(fetcher.get(pypug.url + p) for p in PAGES), return_exceptions=True)
+            return results, fetcher.stalls.stalled()
+
+    with GilHog(stretch=1.0) as hog:
+        results, stalled = asyncio.run(run())
+    assert hog.stretches >= 2 and stalled > 1.0  # the loop really was shut out, more than once
+    assert all(isinstance(r, FetchResult) and r.status == 200 for r in results), results
+
+
+def test_transient_failures_are_marked_transient(pypug: SiteServer) -> None:
+    pypug.faults["/guides/"] = Fault(status=503, retry_after="1")
+    error = fetch_error(pypug, "/guides/", settings_for(retries=1))
+    assert is_transient(error) and error.details["retry_after"] == 1.0
+    pypug.faults["/glossary/"] = Fault(status=403)
+    assert not is_transient(fetch_error(pypug, "/glossary/", settings_for(retries=1)))
+
+
 def test_slow_first_answer_times_out_then_retry_succeeds(pypug: SiteServer) -> None:
     pypug.faults["/"] = Fault(delay=1.5, times=1)
     result = fetch(pypug, "/", settings_for(timeout=0.5, retries=2))
@@ -875,6 +987,27 @@ def test_robots_crawl_delay_overrides_a_faster_rate(bare: SiteServer) -> None:
     starts = [hit.started for hit in bare.hits() if hit.path != "/robots.txt"]
     gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     assert sum(gaps) / len(gaps) >= 0.6 - 0.02 and min(gaps) >= 0.6 - 0.1
+
+
+def test_crawl_delay_spaces_the_request_right_after_robots_txt(bare: SiteServer) -> None:
+    """robots.txt says Crawl-delay: 1 and the rate allows 2/s: the sitemap request that follows
+    robots.txt waits the full second (the wait is worked out once robots.txt is read)."""
+    bare.files["/robots.txt"] = b"User-agent: *\nCrawl-delay: 1\n"
+    bare.files["/sitemap.xml"] = urlset(bare.url + "/a.html")
+
+    async def run() -> None:
+        async with fetcher_for(bare, settings_for(rate=2.0)) as fetcher:
+            await fetch_robots(fetcher, bare.url)
+            await load_sitemaps(fetcher, [bare.url + "/sitemap.xml"])
+            await fetcher.get(bare.url + "/missing.html")
+
+    asyncio.run(run())
+    bare.wait_idle()
+    starts = {hit.path: hit.started for hit in bare.hits()}
+    # Server-side start times carry up to ~0.1 s of thread-scheduling jitter; before the fix the
+    # gap was the rate's 0.5 s.
+    assert starts["/sitemap.xml"] - starts["/robots.txt"] >= 1.0 - 0.1
+    assert starts["/missing.html"] - starts["/sitemap.xml"] >= 1.0 - 0.1
 
 
 # -- robots over HTTP -------------------------------------------------------------------------
@@ -1146,3 +1279,144 @@ def test_calendar_trap_is_stopped(bare: SiteServer) -> None:
     assert frontier.rejected["calendar_trap"] > 0 and frontier.rejected["max_depth"] > 0
     assert max(dates) <= TODAY + dt.timedelta(days=urls.TRAP_FUTURE_DAYS)
     assert len(results) < 200
+
+
+# -- junk pages: URL families and near-duplicate content --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "key", "kind"),
+    [
+        ("https://club.example/events/2026/07/", "club.example/events/{date}/{date}/", "calendar"),
+        ("https://club.example/events/2026-07-14", "club.example/events/{date}", "calendar"),
+        ("https://club.example/calendar?month=2026-07", "club.example/calendar?", "calendar"),
+        ("https://club.example/calendar?view=month&month=7", "club.example/calendar?", "calendar"),
+        ("https://club.example/shop/?color=red&size=m", "club.example/shop/?", "query"),
+        ("https://club.example/guide/?page=3", "club.example/guide/?", "query"),
+        ("https://club.example/product/1234", "club.example/product/{n}", "template"),
+        ("https://club.example/post-17/comments", "club.example/post-{n}/comments", "template"),
+        ("https://club.example:8080/a/3f2a9c1e-77b0-4c1d-9f00-1b2c3d4e5f60/", "club.example:8080/a/{id}/", "template"),
+    ],
+)
+def test_url_families(url: str, key: str, kind: str) -> None:
+    family = url_family(url)
+    assert family is not None and (family.key, family.kind) == (key, kind)
+
+
+def test_one_of_a_kind_urls_have_no_family() -> None:
+    assert url_family("https://club.example/rides/roles/") is None
+    assert url_family("https://club.example/guide/?page=2").parent == "https://club.example/guide/"
+
+
+def page(url: str, *blocks: str, facts: tuple[str, ...] = ()) -> Document:
+    return Document(url=url, canonical_url=url, title="Riverside Wheelers",
+                    sections=[Section(heading_path=("Main",), text="\n\n".join(blocks))],
+                    facts=[Fact(type="Product", text=text) for text in facts])
+
+
+MONTH_TEXT = ("Club rides, workshops and socials for {m} {y}. Group rides leave the shop car park and "
+              "every ride has a leader and a sweep. Saturday {d} {m} {y}: club ride at 9 am. "
+              "No other events have been announced for {m} {y} yet, check back before you set out.")
+
+
+def calendar_month(year: int, month: int) -> Document:
+    name = dt.date(year, month, 1).strftime("%B")
+    return page(f"https://club.example/events/{year}/{month:02}/", MONTH_TEXT.format(m=name, y=year, d=month + 3))
+
+
+def test_a_calendar_chain_is_judged_junk_after_a_few_months() -> None:
+    detector = JunkDetector()
+    months = [(2026, 6), (2026, 5), (2026, 7), (2026, 4), (2026, 8), (2026, 3)]
+    verdicts = [detector.observe(doc.url, depth, doc)
+                for depth, doc in enumerate(calendar_month(y, m) for y, m in months)]
+    # Months 2-3 are near-duplicates, but two is not yet a verdict; the fourth month makes it.
+    assert all(v.exclude is None and not v.retract for v in verdicts[:3])
+    retracted = {record.url for record in verdicts[3].retract}
+    assert verdicts[3].exclude is not None and verdicts[3].exclude.reason == "junk_calendar"
+    # The earlier members go too, the first month included: it is generated like the rest.
+    assert retracted == {calendar_month(y, m).url for y, m in months[:3]}
+    assert all(v.exclude is not None for v in verdicts[4:])
+    assert detector.refusal("https://club.example/events/2026/09/") == "junk_calendar"
+    assert detector.refusal("https://club.example/events/") is None  # the events page is its own
+    record = detector.records()[-1]
+    assert (record.fetched, record.family) == (False, "club.example/events/{date}/{date}/")
+    assert "growing over" in verdicts[3].exclude.detail
+    assert detector.counts() == {"junk_calendar": 7}
+
+
+GUIDE_PARTS = [
+    "A clean chain shifts better and lasts longer. Wipe it after every wet ride and scrub it with "
+    "degreaser every few weeks, then oil each roller and wipe off the excess.",
+    "Check tyre pressure before every ride with a track pump. Road tyres run between seventy and "
+    "ninety psi, gravel tyres lower; too low and the tube pinches against the rim.",
+    "To fix a puncture, remove the wheel, lever one side of the tyre off, find the thorn by feeling "
+    "inside the tyre, and fit a spare tube with a little air in it.",
+    "Brake pads should meet the rim squarely a millimetre below the tyre. Loosen the pad bolt, align "
+    "the pad and tighten it while squeezing the lever.",
+    "When the chain hesitates between sprockets, turn the barrel adjuster a quarter turn at a time "
+    "until it climbs cleanly; leave the limit screws alone once set.",
+]
+
+
+def test_paginated_docs_with_their_own_text_are_never_junk() -> None:
+    detector = JunkDetector()
+    first = page("https://club.example/guide/", GUIDE_PARTS[0], "Next: part two.")
+    assert detector.observe(first.url, 1, first) == Verdict()
+    for number, text in enumerate(GUIDE_PARTS[1:], start=2):
+        doc = page(f"https://club.example/guide/?page={number}", text, "Previous and next parts of the guide.")
+        verdict = detector.observe(doc.url, number, doc)
+        assert verdict.exclude is None and not verdict.retract
+    assert detector.counts() == {} and detector.refusal("https://club.example/guide/?page=9") is None
+
+
+def test_dated_posts_and_their_archives_are_never_junk() -> None:
+    detector = JunkDetector()
+    for number, text in enumerate(GUIDE_PARTS, start=1):  # five posts, each with its own story
+        post = page(f"https://club.example/blog/2025/0{number}/1{number}/post-{number}/", "Ride report.", text)
+        archive = page(f"https://club.example/blog/2025/0{number}/", "Posts from this month:", text[:120])
+        assert detector.observe(post.url, 2, post).exclude is None
+        assert detector.observe(archive.url, 2, archive).exclude is None
+    assert detector.counts() == {}
+
+
+SHOP = ["Club jersey, red, size M: $65", "Club jersey, blue, size S: $65", "Winter jacket, black, size L: $120",
+        "Bib shorts, black, size S: $70", "Cycling cap, blue, size M: $18", "Water bottle, white: $9"]
+
+
+def test_faceted_filters_are_judged_against_the_unfiltered_page() -> None:
+    detector = JunkDetector()
+    shop = page("https://club.example/shop/", "Club kit is sold at the shop counter; members pay these prices.", *SHOP)
+    assert detector.observe(shop.url, 1, shop) == Verdict()
+    facets = [("color=red", [0]), ("color=blue", [1, 4]), ("color=black", [2, 3]), ("sort=price", [5, 4, 0, 1, 3, 2]),
+              ("size=s", [1, 3])]
+    verdicts = []
+    for query, rows in facets:
+        doc = page(f"https://club.example/shop/?{query}", "Club kit is sold at the shop counter; members pay "
+                   "these prices.", *(SHOP[i] for i in rows))
+        verdicts.append(detector.observe(doc.url, 2, doc))
+    assert verdicts[2].exclude is not None and verdicts[2].exclude.reason == "junk_query"
+    assert len(verdicts[2].retract) == 2  # the two filtered pages seen before the verdict
+    assert "query parameters: color" in verdicts[2].exclude.detail
+    assert detector.refusal("https://club.example/shop/?color=red&size=m") == "junk_query"
+    assert detector.refusal("https://club.example/shop/") is None
+
+
+def test_template_pages_with_facts_of_their_own_are_kept() -> None:
+    detector = JunkDetector()
+    for number, product in enumerate(SHOP):  # one product page per id, same words around the fact
+        doc = page(f"https://club.example/product/{number}", "Add to basket. Free collection at the shop.",
+                   facts=(product,))
+        assert detector.observe(doc.url, 2, doc).exclude is None
+    assert detector.counts() == {}
+
+
+def test_junk_detection_can_be_switched_off_and_spares_pages_indexed_before() -> None:
+    off = JunkDetector(enabled=False)
+    for y, m in [(2026, 1), (2026, 2), (2026, 3), (2026, 4), (2026, 5)]:
+        assert off.observe(calendar_month(y, m).url, 1, calendar_month(y, m)).exclude is None
+    known = "https://club.example/events/2025/12/"
+    detector = JunkDetector(exempt=[known])
+    detector.presume({"club.example/events/{date}/{date}/": "junk_calendar"})
+    assert detector.refusal("https://club.example/events/2026/01/") == "junk_calendar"
+    assert detector.refusal(known) is None  # indexed before: fetched and judged on its content
+    assert "earlier crawl" in detector.records()[0].detail

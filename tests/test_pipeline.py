@@ -17,8 +17,11 @@ import pytest
 
 from ingest.pipeline import CrawlOptions, crawl
 from store.connect import open_connection
-from store.pages import stats
+from store.pages import junk_summary, stats
+from tests.bikeclub import REAL_PAGES, calendar_hits, serve_bikeclub
+from tests.busy import GilHog
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN, PYPUG, PYPUG_ORIGIN, ROOT
+from tests.server import run_server
 from tests.sitesrv import Fault, serve_site
 
 pytestmark = pytest.mark.slow
@@ -306,3 +309,169 @@ def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path):
             conn.execute("SELECT count(*) FROM pages WHERE status = 'active'").fetchone()[0] == 92
         )
         conn.close()
+
+
+# -- the bike-club site: junk pages kept out, pages that fail transiently retried later ----------
+
+
+def crawl_settings(tenant, **changes):
+    config = tenant.config()
+    tenant.set_config(msgspec.structs.replace(config, crawl=msgspec.structs.replace(config.crawl, **changes)))
+
+
+def active_paths(tenant, server) -> set[str]:
+    rows = tenant.reader().execute("SELECT url FROM pages WHERE status = 'active'").fetchall()
+    return {url.removeprefix(server.url) for (url,) in rows}
+
+
+def test_pages_that_fail_transiently_are_retried_later_and_none_is_lost(tmp_path):
+    from app.context import Context
+    from app.settings import Settings
+
+    context = Context(Settings(data_dir=str(tmp_path / "data")))
+    with serve_bikeclub() as server:
+        tenant, _ = context.create_tenant("club", server.url + "/", allow_private_network=True)
+        crawl_settings(tenant, retries=2, timeout=1.0, later_retries=3, later_retry_delay=0.3)
+        server.faults["/repairs/"] = Fault(status=503, times=4)  # both attempts, then the first later round
+        server.faults["/about/"] = Fault(delay=2.0, times=2)  # times out twice, then answers
+        summary = run(tenant, context.tenant_embedder(tenant))
+        server.wait_idle()
+        repairs_hits = server.statuses("/repairs/")
+    assert summary.failed == 0 and summary.errors == {}, summary
+    assert summary.recovered_later == 2 and summary.retried_later >= 3, summary
+    assert repairs_hits == {503: 4, 200: 1}
+    assert {"/repairs/", "/about/"} <= active_paths(tenant, server)
+    context.close()
+
+
+def test_no_page_is_lost_while_another_thread_holds_the_gil(tmp_path):
+    """The event loop shut out for ~0.8 s at a time (a CPU-bound thread that holds the GIL, as
+    embedding and extraction threads do in bursts): with one attempt per page, a 0.4 s deadline
+    and no later retries, only the deadline that leaves the loop's lost time out keeps every page.
+    (0.4 s, not less: the site's server shares the GIL and the machine may be busy with more.)"""
+    from app.context import Context
+    from app.settings import Settings
+
+    context = Context(Settings(data_dir=str(tmp_path / "data")))
+    with serve_bikeclub() as server:
+        tenant, _ = context.create_tenant("club", server.url + "/", allow_private_network=True)
+        crawl_settings(tenant, retries=1, timeout=0.4, later_retries=0)
+        embedder = context.tenant_embedder(tenant)
+        embedder.warm_up()
+        with GilHog(stretch=0.8) as hog:
+            summary = run(tenant, embedder)
+    assert hog.stretches >= 3
+    assert summary.status == "done" and summary.failed == 0 and summary.errors == {}, summary
+    assert set(REAL_PAGES) <= active_paths(tenant, server)
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def bikeclub(tmp_path_factory):
+    """The bike-club site crawled once with junk detection on (the default)."""
+    from app.context import Context
+    from app.settings import Settings
+
+    data = tmp_path_factory.mktemp("club") / "data"
+    context = Context(Settings(data_dir=str(data)))
+    with serve_bikeclub() as server:
+        tenant, _ = context.create_tenant("club", server.url + "/", allow_private_network=True)
+        summary = run(tenant, context.tenant_embedder(tenant))
+        server.wait_idle()
+        yield context, tenant, server, summary, data
+    context.close()
+
+
+def test_the_calendar_chain_is_capped_early_with_the_reason_recorded(bikeclub):
+    context, tenant, server, summary, _ = bikeclub
+    assert summary.status == "done" and summary.failed == 0, summary
+    # A handful of month pages fetched, not the chain down to max_depth; none of them indexed.
+    assert 3 <= len(calendar_hits(server)) <= 6, calendar_hits(server)
+    assert not [path for path in active_paths(tenant, server) if path.startswith("/events/20")]
+    assert summary.junk["junk_calendar"] >= 4 and summary.skipped_junk == sum(summary.junk.values())
+    junk = junk_summary(tenant.reader())
+    families = {f.family.removeprefix(server.url.removeprefix("http://")): f for f in junk.families}
+    calendar = families["/events/{date}/{date}/"]
+    assert calendar.reason == "junk_calendar" and calendar.urls >= 4 and "add no text of their own" in calendar.detail
+    reasons = dict(tenant.reader().execute("SELECT url, gone_reason FROM pages WHERE status = 'gone'").fetchall())
+    assert reasons and set(reasons.values()) <= {"junk_calendar", "junk_query"}  # indexed, then judged
+    assert summary.removed == 0  # junk is not counted as pages gone from the site
+
+
+def test_faceted_shop_filters_are_kept_out_and_the_shop_stays(bikeclub):
+    _, tenant, server, summary, _ = bikeclub
+    assert summary.junk["junk_query"] >= 3
+    shop_pages = [path for path in active_paths(tenant, server) if path.startswith("/shop/")]
+    assert shop_pages == ["/shop/"]
+    requested = {hit.path + "?" + hit.query for hit in server.hits("/shop/") if hit.query}
+    assert len(requested) <= 8, requested  # of 80-odd filter combinations
+
+
+def test_every_real_page_is_indexed_paginated_guide_and_dated_posts_included(bikeclub):
+    _, tenant, server, _, _ = bikeclub
+    assert set(REAL_PAGES) <= active_paths(tenant, server)
+
+
+def test_group_ride_roles_rank_first_and_no_calendar_page_answers(bikeclub):
+    context, tenant, server, _, _ = bikeclub
+    hits = context.search(tenant, "what roles are there on a group ride?", k=5).hits
+    assert hits[0].url == server.url + "/rides/roles/"
+    for question in ("what is the capital of France?", "how do I renew my passport?",
+                     "are new riders introduced to the ride leader?", "when is the next club ride?"):
+        hits = context.search(tenant, question, k=10).hits
+        assert not [h.url for h in hits if "/events/20" in h.url], question
+    hits = context.search(tenant, "how much is a hydraulic brake bleed?", k=3).hits
+    assert hits[0].url == server.url + "/repairs/" and "$45" in hits[0].text
+
+
+def test_stats_show_the_junk_in_the_cli_and_the_admin_api(bikeclub):
+    _, _, server, _, data = bikeclub
+    env = {**os.environ, "FRONTDESK_DATA_DIR": str(data)}
+    shown = subprocess.run([sys.executable, "-m", "app", "stats", "club"], env=env, cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout
+    assert "URLs kept out of the index" in shown and "/events/{date}/{date}/" in shown
+    import json
+
+    document = json.loads(subprocess.run([sys.executable, "-m", "app", "stats", "club", "--json"], env=env,
+                                         cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    assert document["junk"]["by_reason"]["junk_calendar"] >= 4
+    import httpx
+
+    with run_server(data, admin_token="admin-secret") as base:
+        body = httpx.get(f"{base}/admin/tenants/club/stats", headers={"Authorization": "Bearer admin-secret"},
+                         timeout=30).json()
+    assert body["junk"]["total"] == document["junk"]["total"]
+    assert {f["reason"] for f in body["junk"]["families"]} == {"junk_calendar", "junk_query"}
+
+
+def test_a_delta_recrawl_refuses_known_junk_without_fetching_it(bikeclub):
+    context, tenant, server, _, _ = bikeclub
+    before = junk_summary(tenant.reader())
+    # The home and events pages changed (a delta crawl follows links only from changed pages).
+    for path in ("/", "/events/"):
+        changed = server.lookup(path)
+        server.files[path] = changed[0].replace(b"</main>", b"<p>Spring rides start in March.</p></main>")
+    server.reset()
+    summary = run(tenant, context.tenant_embedder(tenant))
+    server.wait_idle()
+    assert summary.status == "done" and summary.fetched == 2 and summary.failed == 0, summary
+    assert calendar_hits(server) == [] and not [h for h in server.hits("/shop/") if h.query]
+    # This month's page (linked from /events/) and the filters of the shop (served without
+    # validators, so read again) are refused unfetched.
+    assert summary.junk["junk_calendar"] == 1 and summary.junk["junk_query"] >= 3, summary.junk
+    assert junk_summary(tenant.reader()).by_reason == before.by_reason  # a delta run adds, never wipes
+
+
+def test_without_junk_detection_the_calendar_floods_the_index(tmp_path):
+    """The control: the same site with detection off indexes the calendar down to max_depth."""
+    from app.context import Context
+    from app.settings import Settings
+
+    context = Context(Settings(data_dir=str(tmp_path / "data")))
+    with serve_bikeclub() as server:
+        tenant, _ = context.create_tenant("club", server.url + "/", allow_private_network=True)
+        crawl_settings(tenant, junk_detection=False, max_depth=6)
+        summary = run(tenant, context.tenant_embedder(tenant))
+        calendar = [p for p in active_paths(tenant, server) if p.startswith("/events/20")]
+    assert summary.skipped_junk == 0 and len(calendar) >= 8, (summary, calendar)
+    context.close()

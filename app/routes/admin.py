@@ -29,7 +29,7 @@ from ingest.scheduler import JobInfo
 from store import conversations, curated
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, InvalidInput, NotFound
-from store.pages import render_stats
+from store.pages import junk_summary, render_stats
 from store.pages import stats as tenant_stats
 from store.search import Filters, FusionParams, SearchResult
 from store.tenants import Tenant, TenantInfo, validate_tenant_id
@@ -292,6 +292,7 @@ class TenantsController(Controller):
             ).fetchall())
             data["usage"] = conversations.usage(conn)
             data["render"] = render_stats(conn)  # which pages needed a browser (crawl.render)
+            data["junk"] = msgspec.to_builtins(junk_summary(conn))
             return data
 
         return await tenant.read(collect)

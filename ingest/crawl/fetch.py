@@ -1,6 +1,7 @@
 """The polite fetcher: one site's HTTP GETs through the SSRF-guarded transport, with per-host
-politeness (rate, robots Crawl-delay), redirects kept on the site, retries with backoff, and
-bodies read under a size cap and decompressed by a bounded decoder (no gzip bombs).
+politeness (rate, robots Crawl-delay), redirects kept on the site, retries with backoff, a
+per-request deadline that counts only time the crawler could run, and bodies read under a size
+cap and decompressed by a bounded decoder (no gzip bombs).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ MAX_REDIRECTS = 5
 MAX_CRAWL_DELAY = 60.0
 #: A decompressed/compressed ratio above this marks a decompression bomb (HTML compresses 5-20x).
 BOMB_RATIO = 100
+#: httpx's own timeouts are this many times the request deadline: a backstop, never the limit.
+BACKSTOP_FACTOR = 4
 
 
 class FetchResult(msgspec.Struct, kw_only=True):
@@ -82,11 +85,96 @@ class _Hop(msgspec.Struct):
 
 
 class _HostSlot:
-    """Politeness state of one host: one request in flight, starts spaced by an interval."""
+    """Politeness state of one host: one request in flight, starts spaced by an interval.
+
+    The slot remembers when the last request started, not when the next may: the interval is
+    worked out when the next request wants to go, so a Crawl-delay read from the robots.txt
+    that the previous request fetched already spaces the request right after it.
+    """
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
-        self.next_start = 0.0
+        self.last_start: float | None = None
+
+
+class StallMeter:
+    """How long the event loop could not run: the crawler's own lost time.
+
+    A timer callback every ``TICK`` seconds notes how late it fired. Lateness means the loop
+    thread was blocked (a synchronous call on the loop, another thread holding the GIL, the
+    process starved of CPU); during that time no response could be read, whatever the server
+    did. ``stalled()`` is the total so far, including a tick that is overdue right now.
+    """
+
+    TICK = 0.05
+    #: Lateness below this is ordinary scheduling jitter, not a stall.
+    TOLERANCE = 0.005
+
+    def __init__(self) -> None:
+        self._total = 0.0
+        self._due = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handle: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._arm()
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def stalled(self) -> float:
+        """Seconds the loop was blocked since ``start``."""
+        if self._loop is None or self._handle is None:
+            return self._total
+        return self._total + max(0.0, self._loop.time() - self._due - self.TOLERANCE)
+
+    def _arm(self) -> None:
+        assert self._loop is not None
+        self._due = self._loop.time() + self.TICK
+        self._handle = self._loop.call_at(self._due, self._tick)
+
+    def _tick(self) -> None:
+        assert self._loop is not None
+        self._total += max(0.0, self._loop.time() - self._due - self.TOLERANCE)
+        self._arm()
+
+
+@contextlib.asynccontextmanager
+async def runnable_deadline(seconds: float, meter: StallMeter) -> AsyncIterator[None]:
+    """Like ``asyncio.timeout(seconds)``, but time the loop spent blocked does not count.
+
+    When the deadline comes, the time the loop was stalled since the block began is given
+    back and the deadline moves on by that much; only a request that used ``seconds`` of
+    time in which the crawler could have read its answer raises TimeoutError.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    stalled_before = meter.stalled()
+    handle: asyncio.TimerHandle | None = None
+    async with asyncio.timeout(None) as timeout:
+
+        def check() -> None:
+            nonlocal handle
+            used = loop.time() - started - (meter.stalled() - stalled_before)
+            if used >= seconds:
+                timeout.reschedule(loop.time())
+            else:
+                handle = loop.call_later(seconds - used, check)
+
+        handle = loop.call_later(seconds, check)
+        try:
+            yield
+        finally:
+            handle.cancel()
+
+
+def is_transient(error: FetchError) -> bool:
+    """Whether a page that failed this way may well load later: timeouts, connection and DNS
+    failures, 429 and 5xx. The crawl retries such a page later in the job."""
+    return bool(error.details.get("transient"))
 
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
@@ -124,11 +212,15 @@ class Fetcher:
         self._robots: dict[str, RobotsRules] = {}
         self._slots: dict[str, _HostSlot] = {}
         self._client: httpx.AsyncClient | None = None
+        self.stalls = StallMeter()
 
     async def __aenter__(self) -> Fetcher:
+        self.stalls.start()
         self._client = httpx.AsyncClient(
             transport=GuardedTransport(self.config.allow_private_network),
-            timeout=httpx.Timeout(self.config.timeout),
+            # The per-request deadline (``runnable_deadline``) is the real limit; httpx's own
+            # per-operation timeouts count loop stalls too, so they only back it up.
+            timeout=httpx.Timeout(self.config.timeout * BACKSTOP_FACTOR),
             follow_redirects=False,
             trust_env=False,
             headers={"User-Agent": self.config.user_agent, "Accept-Encoding": "gzip, deflate"},
@@ -136,6 +228,7 @@ class Fetcher:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self.stalls.stop()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -188,6 +281,8 @@ class Fetcher:
                     reason=f"http_{exc.status}",
                     url=url,
                     status=exc.status,
+                    transient=True,
+                    retry_after=exc.retry_after,
                 )
                 delay = self._backoff(attempt)
                 if exc.retry_after is not None:
@@ -195,13 +290,16 @@ class Fetcher:
                         raise failure from None  # waiting that long is not this crawl's business
                     delay = max(delay, exc.retry_after)
             except (TimeoutError, httpx.TimeoutException):
-                failure = FetchError(f"{url}: timed out", reason="timeout", url=url)
+                failure = FetchError(f"{url}: timed out", reason="timeout", url=url, transient=True)
                 delay = self._backoff(attempt)
             except httpx.TransportError as exc:
-                failure = FetchError(f"{url}: {exc!r}", reason="connection_error", url=url)
+                failure = FetchError(
+                    f"{url}: {exc!r}", reason="connection_error", url=url, transient=True
+                )
                 delay = self._backoff(attempt)
             except _TransientFetchError as exc:
-                failure = FetchError(exc.message, reason=exc.reason)  # the signal stays in here
+                # the signal stays in here
+                failure = FetchError(exc.message, reason=exc.reason, transient=True)
                 delay = self._backoff(attempt)
             if attempt < attempts:
                 logger.info("retrying %s in %.2fs (%s)", url, delay, failure.reason)
@@ -261,8 +359,10 @@ class Fetcher:
             self.requests += 1
             started = time.monotonic()
             # The deadline covers connect, headers and the whole body: a server that dribbles
-            # a byte every few seconds never trips the per-read timeout, but trips this.
-            async with asyncio.timeout(self.config.timeout):
+            # a byte every few seconds never trips the per-read timeout, but trips this. It
+            # starts inside the host's slot (politeness waits do not count) and leaves out the
+            # time the loop was blocked: a busy machine is not a slow server.
+            async with runnable_deadline(self.config.timeout, self.stalls):
                 request = self._client.build_request("GET", url, headers=headers)
                 try:
                     response = await self._client.send(request, stream=True)
@@ -322,10 +422,13 @@ class Fetcher:
     async def _slot(self, host: str) -> AsyncIterator[None]:
         slot = self._slots.setdefault(host.lower(), _HostSlot())
         async with slot.lock:
-            wait = slot.next_start - time.monotonic()
-            if wait > 0:
+            # Asked again after each sleep: robots.txt may have raised the interval meanwhile.
+            while slot.last_start is not None:
+                wait = slot.last_start + self._interval(host) - time.monotonic()
+                if wait <= 0:
+                    break
                 await asyncio.sleep(wait)
-            slot.next_start = time.monotonic() + self._interval(host)
+            slot.last_start = time.monotonic()
             yield
 
     def _interval(self, host: str) -> float:

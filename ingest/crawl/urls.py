@@ -114,7 +114,7 @@ def normalize_escapes(text: str, unsafe: re.Pattern[str]) -> str:
     """Decode escaped unreserved characters, uppercase other escapes, and percent-encode (as
     UTF-8) every character ``unsafe`` matches."""
     if "%" in text:
-        text = _STRAY_PERCENT.sub("%25", _ESCAPE.sub(_unescape_unreserved, text))
+        text = _ESCAPE.sub(_unescape_unreserved, _STRAY_PERCENT.sub("%25", text))  # stray first: "%%62" is "%25b"
     if unsafe.search(text) is None:
         return text
     return unsafe.sub(_percent_encode, text)
@@ -277,13 +277,20 @@ class UrlPolicy:
 
     def __init__(self, config: CrawlSettings, site: str) -> None:
         self.site = site
-        site_host = (urlsplit(site).hostname or "").lower()
-        self.hosts = frozenset({site_host, *(h.lower().rstrip(".") for h in config.allowed_hosts)})
+        parts = split_url(site)
+        site_host = parts[1].rstrip(".") if parts else ""
+        self.allowed_hosts = frozenset(h.lower().rstrip(".") for h in config.allowed_hosts)
+        self.hosts = frozenset({site_host, *self.allowed_hosts})
+        self._site_host = site_host
+        # The site's own host counts only on the site's port: another port is another server
+        # (docs that show "http://127.0.0.1:8000/items/5" link to the reader's machine, not to
+        # the site). An explicit port that is the scheme's default stays the site (http→https).
+        self._site_port = parts[2] if parts and parts[2] not in (None, _DEFAULT_PORTS[parts[0]]) else None
         self._allow = [re.compile(p) for p in config.allow]
         self._deny = [re.compile(p) for p in config.deny]
 
     def on_site(self, url: str) -> bool:
-        """True for an http(s) URL whose host is the site's or an allowed host."""
+        """True for an http(s) URL on the site's host and port, or on an allowed host."""
         return self._split_on_site(url) is not None
 
     def allows(self, url: str) -> str | None:
@@ -305,9 +312,17 @@ class UrlPolicy:
     def _split_on_site(self, url: str) -> tuple[str, str] | None:
         """(path, query) of an on-site URL, None for anything else."""
         split = split_url(url)
-        if split is None or split[1].rstrip(".") not in self.hosts:
+        if split is None:
             return None
-        return split[3], split[4]
+        scheme, host, port, path, query = split
+        host = host.rstrip(".")
+        if host not in self.hosts:
+            return None
+        if host == self._site_host and host not in self.allowed_hosts:
+            effective = None if port in (None, _DEFAULT_PORTS[scheme]) else port
+            if effective != self._site_port:
+                return None
+        return path, query
 
 
 def _extension(path: str) -> str:

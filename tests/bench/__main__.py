@@ -34,7 +34,7 @@ def main() -> None:
                         help="llm: the OpenAI-compatible base URL (else FRONTDESK_LLM_BASE_URL)")
     parser.add_argument("--model", default="", help="llm: the model name sent to the endpoint")
     parser.add_argument("--sets", nargs="+", help="llm: golden sets to run (default: pypug demo)")
-    parser.add_argument("--limit", type=int, default=0, help="llm: only the first N questions of each set")
+    parser.add_argument("--limit", type=int, default=0, help="llm: N questions of each set, evenly spaced")
     parser.add_argument("--max-tokens", type=int, default=256, help="llm: max_tokens per answer")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]

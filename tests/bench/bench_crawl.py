@@ -1,6 +1,7 @@
 """Ingestion benchmarks (README.md, "Speed"): a full crawl of the fastapi fixture over 127.0.0.1
 (politeness off, default embedder, 2 cores) in pages/min, an unchanged recrawl (time, requests,
-chunks embedded), and a recrawl after one page changed."""
+chunks embedded), a recrawl after one page changed, and a crawl of the bike-club site, whose
+calendar and shop filters are junk (pages and requests spent on it, URLs kept out)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from app.context import Context
 from app.settings import Settings
 from ingest.pipeline import CrawlOptions, crawl
 from tests.bench.common import print_table, rss_mb
+from tests.bikeclub import calendar_hits, serve_bikeclub
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN
 from tests.sitesrv import serve_site
 
@@ -23,6 +25,12 @@ def _run(tenant, embedder, **options):
     started = time.perf_counter()
     summary = asyncio.run(crawl(tenant, embedder, CrawlOptions(rate=0, **options)))
     return summary, time.perf_counter() - started
+
+
+def _later(summary) -> dict:
+    """A run's later retries and the junk it kept out."""
+    return {"retried_later": summary.retried_later, "recovered_later": summary.recovered_later,
+            "loop_stalled_s": summary.loop_stalled_s, "skipped_junk": summary.skipped_junk, "junk": summary.junk or ""}
 
 
 def run(quick: bool = False, render: bool = False) -> dict:
@@ -44,7 +52,7 @@ def run(quick: bool = False, render: bool = False) -> dict:
             rows.append({"run": "full crawl (cold)", "pages": pages, "requests": len(server.requests) - before,
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 1),
                          "pages_per_min": round(pages / seconds * 60, 1), "failed": summary.failed,
-                         "errors": summary.errors})
+                         "errors": summary.errors, **_later(summary)})
 
             before = len(server.requests)
             summary, seconds = _run(tenant, embedder, max_pages=max_pages)
@@ -52,7 +60,8 @@ def run(quick: bool = False, render: bool = False) -> dict:
             rows.append({"run": "unchanged recrawl", "pages": summary.pages_found, "requests": len(hits),
                          "bodies": sum(1 for h in hits if h.status == 200 and h.body_bytes > 0),
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 2),
-                         "not_modified": summary.not_modified, "failed": summary.failed, "errors": summary.errors})
+                         "not_modified": summary.not_modified, "failed": summary.failed, "errors": summary.errors,
+                         **_later(summary)})
 
             page = site / "tutorial" / "first-steps" / "index.html"
             page.write_text(page.read_text().replace("</h1>", "</h1><p>One new paragraph for the benchmark.</p>", 1))
@@ -62,13 +71,24 @@ def run(quick: bool = False, render: bool = False) -> dict:
             summary, seconds = _run(tenant, embedder, max_pages=max_pages)
             rows.append({"run": "one page changed", "pages": summary.pages_found, "requests": len(server.requests) - before,
                          "chunks_embedded": summary.chunks_embedded, "seconds": round(seconds, 2),
-                         "fetched": summary.fetched, "failed": summary.failed, "errors": summary.errors})
+                         "fetched": summary.fetched, "failed": summary.failed, "errors": summary.errors,
+                         **_later(summary)})
         chunks = tenant.reader().execute("SELECT count(*) FROM chunks").fetchone()[0]
         links = tenant.reader().execute("SELECT count(*) FROM page_chunks").fetchone()[0]
+
+        with serve_bikeclub() as club:
+            tenant, _ = context.create_tenant("club", club.url + "/", allow_private_network=True)
+            summary, seconds = _run(tenant, embedder)
+            club.wait_idle()
+            rows.append({"run": "bike club (calendar trap)", "pages": summary.fetched, "requests": len(club.requests),
+                         "calendar_requests": len(calendar_hits(club)), "chunks_embedded": summary.chunks_embedded,
+                         "seconds": round(seconds, 1), "failed": summary.failed, "errors": summary.errors,
+                         **_later(summary)})
         context.close()
     print_table("Crawl of the fastapi fixture (en/es/de) over 127.0.0.1, politeness off, default embedder",
                 rows, ["run", "pages", "requests", "bodies", "not_modified", "fetched", "chunks_embedded",
-                       "seconds", "pages_per_min", "failed", "errors"])
+                       "seconds", "pages_per_min", "failed", "errors", "retried_later", "recovered_later", "loop_stalled_s",
+                       "calendar_requests", "skipped_junk", "junk"])
     print(f"\ndistinct chunks stored: {chunks}; page↔chunk links: {links} "
           f"(dedupe saved {links - chunks} embeddings); RSS {rss_mb():.0f} MB")
     return {"runs": rows, "chunks": chunks, "chunk_links": links, "bar_pages_per_min": 300}

@@ -176,7 +176,8 @@ def run(quick: bool, endpoint: str = "", model: str = "", sets: list[str] | None
             site, path = SETS[set_name]
             tenant = site_tenant(ctx, site)
             items = ev.load_golden(EVAL / path)
-            items = items[:limit] if limit else items
+            if limit and limit < len(items):  # an even sample keeps the set's mix of kinds
+                items = [items[i * len(items) // limit] for i in range(limit)]
             rows.append(measure(ctx, tenant, set_name, items, "extractive", Extractive(), None))
             provider, timed = llm_provider(endpoint, model, timeout, max_tokens)
             rows.append(measure(ctx, tenant, set_name, items, f"llm:{model}", provider, timed))
