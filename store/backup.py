@@ -18,7 +18,7 @@ import apsw
 import msgspec
 
 from store import migrations
-from store.connect import BUSY_TIMEOUT_MS, check_is_sqlite, load_sqlite_vec
+from store.connect import BUSY_TIMEOUT_MS, check_is_sqlite, load_sqlite_vec, storage_error
 from store.errors import (
     BackupFailed,
     InvalidInput,
@@ -178,7 +178,9 @@ def backup(source: Tenant | Path | str, dest: Path | str, *, pages_per_step: int
         raise BackupFailed(f"cannot write the backup to {dest}: {exc.strerror or exc}") from None
     except apsw.Error as exc:
         _remove_with_side_files(partial)
-        raise BackupFailed(f"the backup of {source_path.name} failed: {exc}") from None
+        # On a read-only data dir SQLite's own message is "not an error": say what is wrong.
+        reason = failure.message if (failure := storage_error(exc, source_path)) is not None else str(exc)
+        raise BackupFailed(f"the backup of {source_path.name} failed: {reason}") from None
     except BaseException:
         _remove_with_side_files(partial)
         raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +27,25 @@ def check_is_sqlite(path: Path) -> None:
         header = handle.read(16)
     if header != _SQLITE_HEADER:
         raise NotADatabase(f"{path.name} is not a frontdesk tenant database (not an SQLite file)")
+
+
+def storage_error(exc: BaseException, path: Path) -> StoreError | None:
+    """The operator's version of an SQLite failure caused by the disk under ``path`` — full,
+    read-only, unopenable, failing — as a StoreError that says what to do; None for others.
+    Without it such failures left the CLI with a traceback (found by tests/chaos/faults.py)."""
+    folder = path.parent
+    if isinstance(exc, apsw.FullError):
+        return StoreError(f"the disk holding {path.name} is full ({folder}); free some space and run the "
+                          "command again: everything written before is kept", reason="disk_full")
+    if isinstance(exc, apsw.ReadOnlyError | apsw.CantOpenError | apsw.PermissionsError):
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            return StoreError(f"{path.name} cannot be written: {folder} is read-only; frontdesk needs to write "
+                              "the database and its -wal and -shm files there", reason="read_only")
+        return StoreError(f"{path.name} cannot be opened: {exc}", reason="cannot_open")
+    if isinstance(exc, apsw.IOError):
+        return StoreError(f"disk I/O error on {path.name} ({exc}); check the disk, then restore a backup if "
+                          "the file is damaged", reason="io_error")
+    return None
 
 
 def use_wal(conn: apsw.Connection) -> None:
@@ -88,6 +108,10 @@ def open_connection(path: Path, *, readonly: bool = False, create: bool = False)
         raise NotADatabase(f"{path.name} is not a valid SQLite database: {exc}") from None
     except apsw.CorruptError as exc:
         raise NotADatabase(f"{path.name} is corrupt: {exc}") from None
+    except apsw.Error as exc:
+        if (failure := storage_error(exc, path)) is not None:
+            raise failure from None
+        raise
     return conn
 
 

@@ -27,7 +27,7 @@ import msgspec
 
 from store import migrations
 from store.config import SiteConfig, decode_stored_config, encode_config
-from store.connect import check_is_sqlite, open_connection
+from store.connect import check_is_sqlite, open_connection, storage_error
 from store.errors import InvalidTenantId, NotADatabase, StoreError, TenantExists, TenantNotFound
 
 T = TypeVar("T")
@@ -68,6 +68,14 @@ class TenantInfo(msgspec.Struct):
     created_at: float
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class Tenant:
     """An open tenant file. Reads use a connection per thread; writes go through one lock."""
 
@@ -80,11 +88,17 @@ class Tenant:
         self._write_lock = threading.RLock()
         self._writer: apsw.Connection | None = None
         self.closed = False
+        self.file_id = _file_id(path)
         meta = migrations.read_meta(self.reader())
         self.widget_key = meta.get("widget_key", "")
         self.admin_token_hash = meta.get("admin_token_hash", "")
         self.embedder_id = meta.get("embedder_id", "")
         self.embedder_dim = int(meta.get("embedder_dim", "0") or 0)
+
+    def is_current(self) -> bool:
+        """Whether the tenant's path still names the file this object has open (not deleted,
+        not replaced by a restore or a copy)."""
+        return _file_id(self.path) == self.file_id
 
     def _connect(self) -> apsw.Connection:
         if self.closed:
@@ -136,14 +150,22 @@ class Tenant:
             if conn.in_transaction:  # nested use from the same thread: join the transaction
                 yield conn
                 return
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    # A failed COMMIT (a full disk) leaves the transaction open, and every later
+                    # write would join it and never commit; SQLite may also have rolled back
+                    # already (SQLITE_FULL), so a plain ROLLBACK would mask the error.
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except apsw.Error as exc:
+                if (failure := storage_error(exc, self.path)) is not None:
+                    raise failure from None
                 raise
-            else:
-                conn.execute("COMMIT")
 
     def bump_generation(self, conn: apsw.Connection) -> None:
         """Mark that indexed content changed: caches keyed by the generation go stale."""
@@ -269,6 +291,13 @@ class TenantRegistry:
         path = self.path(tenant_id)
         with self._lock:
             tenant = self._open.get(tenant_id)
+            if tenant is not None and not tenant.closed and not tenant.is_current():
+                # Deleted or replaced under a running server: an open handle would go on serving
+                # the unlinked file (found by tests/chaos/faults.py). Requests already running
+                # finish on it; this one opens what the path names now, or gets TenantNotFound.
+                del self._open[tenant_id]
+                self._keys = {k: v for k, v in self._keys.items() if v != tenant_id}
+                tenant = None
             if tenant is not None and not tenant.closed:
                 if embedder_id is not None and dim is not None:
                     migrations.check_model(tenant.reader(), tenant_id, embedder_id, dim)
@@ -313,6 +342,10 @@ class TenantRegistry:
                 os.link(partial, path)  # fails if another creator won the race
             except FileExistsError:
                 raise TenantExists(f"tenant {tenant_id} already exists") from None
+        except apsw.Error as exc:  # a full or read-only disk: say so, leave nothing behind
+            if (failure := storage_error(exc, path)) is not None:
+                raise failure from None
+            raise
         finally:
             for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
                 leftover.unlink(missing_ok=True)
