@@ -285,10 +285,11 @@ class Answerer:
                                 selection.lead_features.get("lexical", 0.0))
         # A near miss in the site's own vocabulary finds passages that share its words, never a
         # sentence that addresses the question; an off-topic one, a page that uses a word once.
-        if len(surviving) < max(1, settings.min_chunks):
-            refused = "no passage is similar enough"
-        elif settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
+        # The most telling reason first: words the site never uses say more than a low similarity.
+        if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
+        elif len(surviving) < max(1, settings.min_chunks):
+            refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
         elif signals.probability < settings.min_answerability:

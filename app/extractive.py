@@ -70,6 +70,10 @@ _ASKS_TIME = re.compile(
     r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
+_ASKS_CONTACT = re.compile(
+    r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _ASKS_HOWTO = re.compile(
     r"\b(how (?:do|can|should|to)|how would|what(?:'s| is) the (?:way|command)|example|"
     r"c[oó]mo (?:puedo|hago|se)|wie (?:kann|mache|erstelle))\b", re.I)
@@ -80,7 +84,8 @@ ASK_WORD_FACTOR = 0.3
 _ASK_WORD = re.compile(
     r"much|many|long|price|prices|cost|costs|fee|fees|pay|charge|when|time|hours?|open|opens|opening|"
     r"close|closes|closing|date|day|precio|precios|cuesta|cuesta|horario|hora|abre|abren|abiertos?|"
-    r"cierra|fecha|preis|preise|kostet|kosten|wann|uhrzeit|öffnungszeiten|geöffnet|datum", re.I)
+    r"cierra|fecha|preis|preise|kostet|kosten|wann|uhrzeit|öffnungszeiten|geöffnet|datum|"
+    r"number|phone|telephone|e-?mail|tel[eé]fono|correo|telefon\w*", re.I)
 
 
 class Unit(msgspec.Struct, kw_only=True):
@@ -280,6 +285,7 @@ class _Asks(msgspec.Struct):
     date: bool
     count: bool
     howto: bool
+    contact: bool
 
 
 def _asks(question: str) -> _Asks:
@@ -287,7 +293,7 @@ def _asks(question: str) -> _Asks:
     howto = bool(_ASKS_HOWTO.search(question)) or not (_QUESTION_WORD.match(question) or "?" in question)
     return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
                  date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
-                 howto=howto)
+                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
 
 
 def names_api(text: str) -> bool:
@@ -295,10 +301,13 @@ def names_api(text: str) -> bool:
     return bool(_API_NAME.search(text))
 
 
-def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozenset[str]) -> float:
-    """Share of the question's term weight a unit uses, words only in what it is about at half."""
+def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozenset[str],
+              answered: frozenset[str] = frozenset()) -> float:
+    """Share of the question's term weight a unit uses, words only in what it is about at half.
+    `answered`: words that say what kind of answer is wanted ("price", "phone", "when") and that
+    the unit answers with a price, a phone number or a time, though it does not repeat them."""
     total = sum(weights.values())
-    hit = own.intersection(weights)
+    hit = own.intersection(weights) | answered.intersection(weights)
     hit_about = about.intersection(weights) - hit
     if total <= 0 or not (hit or hit_about):
         return 0.0
@@ -317,6 +326,8 @@ def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
         bonus += 0.15
     if asks.count and _HAS_NUMBER.search(text):
         bonus += 0.1
+    if asks.contact and (_PHONE.search(text) or _EMAIL.search(text)):
+        bonus += 0.25
     return bonus
 
 
@@ -336,13 +347,15 @@ FEATURES = (
     "visitor_page",        # from the page the visitor is on
     "answering_fact",      # a structured fact about the thing asked that carries the price/date/time asked for
     "similarity",          # the unit's own similarity to the question
+    "label_extra",         # a row's or fact's label ("Chai latte") has words the question does not ("latte")
 )
 #: Weights of FEATURES: a listwise (softmax) logistic model fitted on the calibration golden sets
 #: (tests/eval/*.jsonl and tests/eval/heldout/*.jsonl, never on tests/eval/report or unseen),
 #: a unit being right when it contains the expected answer string (docs/eval.md, "Choosing
-#: what to quote"). Set by hand: visitor_page (no calibration question carries a page) and
+#: what to quote"). Set by hand: visitor_page (no calibration question carries a page),
 #: answering_fact — structured facts (Product, Event, opening hours) win price, date and hours
-#: questions about the thing they name ("Sea Salt Sourdough — $9.50", not a dish with sourdough).
+#: questions about the thing they name ("Sea Salt Sourdough — $9.50", not a dish with sourdough) —
+#: and label_extra: "how much is a latte?" is answered by the row "Latte", not "Chai latte".
 UNIT_WEIGHTS = np.array([
     3.46,   # lexical
     2.14,   # passage_similarity
@@ -360,6 +373,7 @@ UNIT_WEIGHTS = np.array([
     1.0,    # visitor_page
     1.5,    # answering_fact
     0.0,    # similarity
+    -1.0,   # label_extra
 ])
 
 _COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
@@ -368,19 +382,32 @@ _NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|
                        re.I)
 
 
+def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
+    """Share of a row's or fact's label words ("Chai latte" of "Chai latte: $4.50") that the
+    question does not use: the row about exactly the thing asked beats one about a variant."""
+    if unit.kind not in ("row", "fact"):
+        return 0.0
+    label = re.split(r": | — ", unit.text, maxsplit=1)[0]
+    words = stems(label)
+    return len(words - question_stems) / len(words) if words and len(label) <= 80 else 0.0
+
+
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
                   asks: _Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
     """One row of FEATURES per unit."""
     features = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
     command_question = asks.howto or bool(_COMMAND_Q.search(question))
     number_question = bool(_NUMBER_Q.search(question))
+    question_stems = stems(question)
+    ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if _ASK_WORD.fullmatch(w))
     for i, unit in enumerate(units):
         source = sources[unit.source]
         evidence = _evidence_bonus(unit, asks)
+        answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
         if asks.howto and unit.kind == "sentence" and names_api(unit.text):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         features[i, :15] = (
-            _coverage(weights, stems(unit.text), stems(unit.about)),
+            _coverage(weights, stems(unit.text), stems(unit.about), answered),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
@@ -394,6 +421,7 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
             and bool(subject & stems(unit.text.split(" — ", 1)[0])),
         )
+        features[i, 16] = _label_extra(unit, question_stems)
     if asks.howto:
         # "You can do this by running twine check on your package files:" + the command.
         for i, unit in enumerate(units[:-1]):

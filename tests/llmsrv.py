@@ -18,8 +18,13 @@ import threading
 import time
 from collections.abc import Iterator
 
+#: Five short sentences: the grounding guard (app/grounding.py) releases a reply sentence by
+#: sentence, so a stream shows growth per sentence; none names a figure or an identifier.
 TOKENS = ["According ", "to ", "the ", "site, ", "you ", "can ", "upload ", "with ", "twine ", "[1]", ". ",
-          "Use ", "twine ", "upload ", "to ", "send ", "the ", "files ", "[1]", "."]
+          "Use ", "twine ", "upload ", "to ", "send ", "the ", "files ", "[1]", ". ",
+          "It ", "checks ", "each ", "file ", "first ", "[1]", ". ",
+          "Then ", "it ", "sends ", "them ", "[1]", ". ",
+          "That ", "is ", "all ", "[1]", "."]
 FAILURES = ("http_500", "hang", "broken", "error_midstream")
 
 

@@ -152,7 +152,9 @@ def test_eval_command_beir_and_usage_errors(tiny_beir: Path, data_dir: Path, cap
 
 
 def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
-    for name in ("pypug.jsonl", "fastapi.jsonl", "heldout/pypug.jsonl", "heldout/fastapi.jsonl", "heldout/demo.jsonl"):
+    names = ["pypug.jsonl", "fastapi.jsonl"] + [f"{group}/{site}.jsonl" for group in ("heldout", "report", "unseen")
+                                                 for site in ("pypug", "fastapi", "demo")]
+    for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
         assert all(i.expect_url for i in items if i.kind == "answerable")

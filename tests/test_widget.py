@@ -312,17 +312,18 @@ def test_tokens_stream_into_the_dom(slow, llm, pages):
     assert done["answers"] == [final] and not done["busy"] and not done["sendDisabled"]
     assert done["citations"][0], "the answer cites [1]"
 
-    # The typing dots come first, then the text grows token by token while the stop button
-    # shows; citations arrive with the end of the answer, and the busy state ends last.
+    # The typing dots come first, then the text grows while the stop button shows (sentence by
+    # sentence: the grounding guard releases each one once checked); citations arrive with the
+    # end of the answer, and the busy state ends last.
     assert steps[0]["dots"] and steps[0]["len"] == 0 and steps[0]["busy"]
     lengths = [s["len"] for s in steps]
     assert lengths == sorted(lengths)
     growing = sorted({s["len"] for s in steps if s["busy"] and 0 < s["len"] < len(final)})
-    assert len(growing) >= 5, steps
+    assert len(growing) >= 4, steps
     assert not any(s["cites"] for s in steps if s["len"] < len(final))
     first = next(s["t"] for s in steps if s["len"])
     last = next(s["t"] for s in steps if s["len"] == len(final))
-    assert last - first >= 0.15 * 1000 * 5, steps  # tokens arrived over time, not in one chunk
+    assert last - first >= 0.15 * 1000 * 5, steps  # sentences arrived over time, not in one chunk
     assert not steps[-1]["busy"]
 
     # Stop during a stream: the partial answer stays, marked as stopped; focus back in the box.
@@ -338,17 +339,52 @@ def test_tokens_stream_into_the_dom(slow, llm, pages):
     assert page.locator('frontdesk-widget [data-fd="answer"] >> nth=1').inner_text().endswith("(stopped)")
 
 
-def test_model_output_is_rendered_as_text(slow, llm, pages, monkeypatch):
-    hostile = ["Here you go: ", "<script>alert(1); window.__pwned = 'script'</script>", " and ",
-               '<img src=x onerror="alert(2); window.__pwned = \'img\'">', " <b>bold</b> ",
-               '<a href="javascript:alert(3)">link</a>', " [1]."]
-    monkeypatch.setattr(llmsrv, "TOKENS", hostile)
+def streamed_answer(page, site_url: str, tokens: list[str]) -> None:
+    """Answer the page's next questions with `tokens`, as the server's SSE stream would carry
+    them: what the widget does with text that no server check stopped."""
+    events = [("meta", {"conversation_id": "abcdefgh1234", "confidence": 0.9, "lang": "en"}),
+              *(("token", {"text": token}) for token in tokens),
+              ("citations", {"citations": [{"title": "Gift cards", "url": site_url + "/gift-cards.html",
+                                            "snippet": ""}]}),
+              ("done", {"message_id": "m1", "latency_ms": 5.0})]
+    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    headers = {"Access-Control-Allow-Origin": site_url, "Access-Control-Allow-Methods": "POST",
+               "Access-Control-Allow-Headers": "Content-Type"}
+
+    def answer(route):
+        if route.request.method == "OPTIONS":
+            route.fulfill(status=204, headers=headers)
+        else:
+            route.fulfill(status=200, headers=headers, content_type="text/event-stream", body=body)
+
+    page.route("**/v1/chat", answer)
+
+
+HOSTILE = ["Here you go: ", "<script>alert(1); window.__pwned = 'script'</script>", " and ",
+           '<img src=x onerror="alert(2); window.__pwned = \'img\'">', " <b>bold</b> ",
+           '<a href="javascript:alert(3)">link</a>', " [1]."]
+
+
+def test_ungrounded_model_output_never_reaches_the_visitor(slow, llm, pages, monkeypatch):
+    """A model that answers with markup and names its sources never gave: the grounding guard
+    (app/grounding.py) shows the extractive answer instead, and none of the model's text."""
+    monkeypatch.setattr(llmsrv, "TOKENS", HOSTILE)
     llm.delay = 0.01
     page = pages(slow.site.url + "/")
+    assert page.evaluate(ASK, "Do your gift cards expire?") == "done"
+    answer = state(page)["answers"][0]
+    assert "never expire" in answer
+    assert not any(piece.strip() in answer for piece in HOSTILE if len(piece.strip()) > 4)
+    assert page.evaluate("() => window.__pwned") is None
+
+
+def test_model_output_is_rendered_as_text(slow, pages):
+    page = pages(slow.site.url + "/")
+    streamed_answer(page, slow.site.url, HOSTILE)
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     assert page.evaluate(ASK, "Do your gift cards expire?") == "done"
-    text = "".join(hostile)
+    text = "".join(HOSTILE)
     assert state(page)["answers"] == [text]
     markup = """() => Array.from(document.querySelector('frontdesk-widget').shadowRoot
                  .querySelectorAll('[data-fd="answer-text"] *')).map(e => e.tagName)"""
@@ -363,7 +399,7 @@ def test_model_output_is_rendered_as_text(slow, llm, pages, monkeypatch):
     assert dialogs == [] and page.evaluate("() => window.__pwned") is None
 
 
-def test_a_4000_character_answer_scrolls_inside_the_panel(slow, llm, pages, monkeypatch):
+def test_a_4000_character_answer_scrolls_inside_the_panel(slow, pages):
     words = [f"word{n:03d} " for n in range(300)]  # 8 characters each
     unbroken = "https://example.test/" + "x" * 279  # one 300-character "word": must wrap, not overflow
     tokens = [*words[: (4000 - 300 - 5) // 8], unbroken, " [1]."]
@@ -371,9 +407,8 @@ def test_a_4000_character_answer_scrolls_inside_the_panel(slow, llm, pages, monk
     tokens.insert(0, "-" * (4000 - len(text)))
     text = "".join(tokens)
     assert len(text) == 4000
-    monkeypatch.setattr(llmsrv, "TOKENS", tokens)
-    llm.delay = 0.002
     page = pages(slow.site.url + "/")
+    streamed_answer(page, slow.site.url, tokens)
     page.locator(fd("launcher")).click()
     wait_open(page)
     panel_before = page.locator(fd("panel")).bounding_box()
