@@ -210,13 +210,20 @@ def row_text(header: Sequence[str], cells: Sequence[str]) -> str:
     return f"{first} — {described}" if described else first
 
 
+#: A list item in words ("- Added a document on migrating uploads. (PR #339)"): prose, though a
+#: parenthesis in it looks like code to _CODE_LINE.
+_PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d_]+\s+\S")
+
+
 def is_code(block: str) -> bool:
     """A block kept as written (a `<pre>`): several lines, most of which look like code."""
     lines = [line for line in block.split("\n") if line.strip()]
     if len(lines) < 2 and not (lines and _CODE_LINE.search(lines[0]) and not lines[0].rstrip().endswith(".")):
         return False
-    coded = sum(bool(_CODE_LINE.search(line)) for line in lines)
-    prose = sum(line.rstrip().endswith((".", "!")) and len(line.split()) > 6 for line in lines)
+    items = [bool(_PROSE_ITEM.match(line)) for line in lines]
+    coded = sum(bool(_CODE_LINE.search(line)) and not item for line, item in zip(lines, items, strict=True))
+    prose = sum(item or (line.rstrip().endswith((".", "!")) and len(line.split()) > 6)
+                for line, item in zip(lines, items, strict=True))
     return coded >= max(1, len(lines) // 2) and prose <= len(lines) // 3
 
 

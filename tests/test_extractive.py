@@ -170,3 +170,15 @@ def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
     result = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
     assert result["meta"]["answered"] is False, result["text"]
     assert result["text"].startswith("I could not find that on this site")
+
+
+def test_a_list_of_words_is_prose_not_code():
+    """A changelog or navigation list is split into items, never quoted whole as a code block."""
+    from app.extractive import is_code
+
+    assert not is_code("- Added a document on migrating uploads to PyPI.org. (PR #339)\n"
+                       "- Added documentation for python_requires. (PR #338)\n- Added a note (PR #335)")
+    assert not is_code("- Installation\n  - Install packages in a virtual environment using pip and venv\n"
+                       "  - Installing packages using virtualenv")
+    assert is_code("pip install foo\npython -m build\ntwine upload dist/*")
+    assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
