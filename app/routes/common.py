@@ -3,10 +3,22 @@ request's trace id."""
 
 from __future__ import annotations
 
+import anyio
 import msgspec
 from litestar import Request
 
-from store.errors import InvalidInput, PayloadTooLarge, Unauthorized
+from store.errors import FrontdeskError, InvalidInput, PayloadTooLarge, Unauthorized
+
+BODY_TIMEOUT_S = 15.0
+"""Longest a request body may take to arrive. granian cuts off slow headers (30 s) but waits for a
+body as long as bytes keep trickling in: a byte a second holds a connection for hours (slowloris).
+64 KB reach us in far less on any real link."""
+
+
+class RequestTimeout(FrontdeskError):
+    """The body did not arrive in time (408). Belongs with its siblings in store/errors.py."""
+
+    status, code = 408, "request_timeout"
 
 
 async def read_json(request: Request, kind: type, limit: int):
@@ -15,7 +27,11 @@ async def read_json(request: Request, kind: type, limit: int):
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
-    body = await request.body()
+    try:
+        with anyio.fail_after(BODY_TIMEOUT_S):
+            body = await request.body()
+    except TimeoutError:
+        raise RequestTimeout(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s") from None
     if len(body) > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
     try:
@@ -26,6 +42,11 @@ async def read_json(request: Request, kind: type, limit: int):
         raise InvalidInput(f"invalid request: {text}", field=field) from None
     except msgspec.DecodeError:
         raise InvalidInput("the request body must be JSON") from None
+    # msgspec checks UTF-8 only when it builds a str, and nests by recursion: neither is a DecodeError.
+    except UnicodeDecodeError:
+        raise InvalidInput("the request body must be UTF-8 JSON") from None
+    except RecursionError:
+        raise InvalidInput("the request body is nested too deeply") from None
 
 
 def bearer_token(request: Request) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from functools import lru_cache
@@ -35,11 +36,17 @@ CORS_HEADERS = {
 
 
 def client_ip(request: Request) -> str:
+    """The visitor's address: the TCP peer, or behind a trusted proxy (`trust_proxy`) the last
+    X-Forwarded-For entry — the one that proxy appended. Entries to its left come from the client
+    and are whatever it chose to send, so they never count; nor does an entry that is not an IP."""
+    peer = request.client.host if request.client else "unknown"
     if request.app.state.settings.trust_proxy:
-        forwarded = request.headers.get("x-forwarded-for", "")
-        if forwarded:
-            return forwarded.split(",")[0].strip()
-    return request.client.host if request.client else "unknown"
+        last = request.headers.get("x-forwarded-for", "").rsplit(",", 1)[-1].strip()
+        try:
+            return str(ipaddress.ip_address(last))
+        except ValueError:
+            return peer
+    return peer
 
 
 def allowed_origin(config: SiteConfig, origin: str | None) -> bool:
