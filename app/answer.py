@@ -58,6 +58,8 @@ from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.errors import EmptyQuestion, QuestionTooLong
+from store.manifests import site_actions
+from store.page_content import page_actions
 from store.pages import is_active_page, page_passages
 from store.search import (
     TermCoverage,
@@ -348,13 +350,9 @@ class Answerer:
         urls = [s.url for s in sources[:3]]
         if not urls:
             return []
-        marks = ",".join("?" * len(urls))
-        rows = conn.execute(
-            f"SELECT a.name, a.label, a.selector, a.url FROM actions a JOIN pages p ON p.id = a.page_id "
-            f"WHERE p.url IN ({marks}) AND p.status = 'active' LIMIT 10", urls
-        ).fetchall()
+        rows = page_actions(conn, urls)
         words = {w.lower() for w in re.findall(r"\w{4,}", question)}
-        manifest = conn.execute("SELECT name, label, selector, url FROM actions WHERE page_id IS NULL").fetchall()
+        manifest = site_actions(conn)
         rows += [r for r in manifest if words & {w.lower() for w in re.findall(r"\w{4,}", f"{r[0]} {r[1]}")}]
         seen, actions = set(), []
         for name, label, selector, url in rows:

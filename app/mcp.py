@@ -26,6 +26,7 @@ from app.events import (
 )
 from app.stack import answer_stack
 from store.errors import FrontdeskError, InvalidInput, InvalidQuery, NotFound, PayloadTooLarge
+from store.page_content import page_content
 from store.search import Filters
 
 log = logging.getLogger("frontdesk.mcp")
@@ -161,32 +162,8 @@ def url_candidates(url: str, site: str) -> list[str]:
 
 
 def read_page(conn: apsw.Connection, urls: list[str]) -> Page | None:
-    for url in urls:
-        row = conn.execute(
-            "SELECT id, url, title, description, lang, updated FROM pages WHERE url = ? AND status = 'active'",
-            (url,),
-        ).fetchone()
-        if row is not None:
-            break
-    else:
-        return None
-    page_id = row[0]
-    chunks = [
-        PageChunk(heading_path=json.loads(path), kind=kind, text=text)
-        for path, kind, text in conn.execute(
-            "SELECT pc.heading_path, c.kind, c.text FROM page_chunks pc JOIN chunks c ON c.id = pc.chunk_id "
-            "WHERE pc.page_id = ? ORDER BY pc.position",
-            (page_id,),
-        )
-    ]
-    facts = [
-        PageFact(type=kind_of, kind=kind, text=text, data=json.loads(data))
-        for kind_of, kind, text, data in conn.execute(
-            "SELECT type, kind, text, data FROM facts WHERE page_id = ? ORDER BY id", (page_id,)
-        )
-    ]
-    return Page(url=row[1], title=row[2], description=row[3], lang=row[4], updated=row[5],
-                chunks=chunks, facts=facts)
+    found = page_content(conn, urls)
+    return msgspec.convert(found, Page, from_attributes=True) if found is not None else None
 
 
 class KnowledgeBase:

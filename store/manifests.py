@@ -95,3 +95,8 @@ def manifest_flags(conn: apsw.Connection) -> list[dict]:
     """Manifests with passages kept out as prompt injection: {"url", "flags": [...]}."""
     rows = conn.execute("SELECT url, flags FROM site_manifest WHERE flags != '[]' ORDER BY url").fetchall()
     return [{"url": url, "flags": json.loads(flags)} for url, flags in rows]
+
+
+def site_actions(conn: apsw.Connection) -> list[tuple[str, str, str, str]]:
+    """(name, label, selector, url) of every site-wide action (those on no page)."""
+    return conn.execute("SELECT name, label, selector, url FROM actions WHERE page_id IS NULL").fetchall()

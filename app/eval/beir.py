@@ -32,6 +32,7 @@ from store import pages as pages_module
 from store.config import SiteConfig
 from store.errors import InvalidInput, StoreError
 from store.migrations import SCHEMA_VERSION, read_meta, set_meta
+from store.page_content import chunk_pages
 from store.pages import PageWrite, vector_bytes, write_page
 from store.search import (
     DEFAULT_FUSION,
@@ -291,10 +292,7 @@ class BeirReport(msgspec.Struct, kw_only=True, omit_defaults=True):
 def _docs_by_chunk(tenant: Tenant) -> dict[int, list[str]]:
     """chunk id → the documents containing it (identical text in two documents is one chunk)."""
     out: dict[int, list[str]] = {}
-    rows = tenant.reader().execute(
-        "SELECT pc.chunk_id, p.url FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
-        "WHERE p.status = 'active' ORDER BY p.id")
-    for chunk_id, url in rows:
+    for chunk_id, url in chunk_pages(tenant.reader()):
         if url.startswith(DOC_URL_PREFIX):
             out.setdefault(int(chunk_id), []).append(unquote(url[len(DOC_URL_PREFIX):]))
     return out
