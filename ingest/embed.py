@@ -121,9 +121,11 @@ class OnnxMiniLM(Embedder):
     native_languages = frozenset({"en"})
 
     def __init__(
-        self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None
+        self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None,
+        allow_spinning: bool = False,
     ) -> None:
         self.int8 = int8
+        self.allow_spinning = allow_spinning
         self.id = "minilm-l6-v2-int8" if int8 else "minilm-l6-v2"
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.threads = threads or os.cpu_count() or 1
@@ -159,6 +161,13 @@ class OnnxMiniLM(Embedder):
             options.inter_op_num_threads = 1
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            # After each run onnxruntime's workers spin-wait for more work by default, taking a
+            # core from the search that follows the query embedding (and from other processes).
+            # Measured with `python -m tests.bench embed` (README.md, "Speed"): off cuts embed +
+            # search p95 by a third to a half. (No inter-op pool exists in sequential mode, so
+            # its spinning key would change nothing.)
+            options.add_session_config_entry("session.intra_op.allow_spinning",
+                                             "1" if self.allow_spinning else "0")
             session = ort.InferenceSession(
                 str(self._model_path()), sess_options=options, providers=["CPUExecutionProvider"]
             )

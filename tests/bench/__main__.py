@@ -1,4 +1,4 @@
-"""Run the benchmarks: `python -m tests.bench [store crawl answer ...] [--quick]` (or `make bench`).
+"""Run the benchmarks: `python -m tests.bench [store embed crawl answer ...] [--quick]` (or `make bench`).
 
 `llm` (the LLM path, opt-in) needs an OpenAI-compatible server: `python -m tests.bench llm --endpoint
 http://127.0.0.1:8080/v1 [--model NAME] [--sets pypug demo]`; without one it is skipped.
@@ -19,6 +19,7 @@ SUITES = {
     "store": "tests.bench.bench_store",
     "crawl": "tests.bench.bench_crawl",
     "answer": "tests.bench.bench_answer",
+    "embed": "tests.bench.bench_embed",
     "eval": "tests.bench.bench_eval",
     "llm": "tests.bench.bench_llm",
 }
