@@ -4,7 +4,8 @@ Each fault is injected `--runs` times into a real `frontdesk` (subprocesses of t
 granian server, a real 127.0.0.1 site from tests/sitesrv.py) and judged against one uninterrupted
 reference crawl of the same site:
 
-- ``kill9``: `frontdesk crawl` killed with SIGKILL at a random moment, then run again. The file
+- ``kill9``: `frontdesk crawl` killed with SIGKILL at a random moment of its progress (once it
+  has committed a random number of pages, then part of a page more), then run again. The file
   must pass `PRAGMA integrity_check` and FTS5's check against its content table, hold no half page
   (every page either as the reference has it or absent; vectors, FTS rows and chunks one to one;
   no chunk without a page), and the resumed crawl must finish with the reference's pages and
@@ -192,6 +193,34 @@ class Harness:
         fd.create("t", self.site_url)
         return fd, fd.start("crawl", "t", "--rate", "0", log=self.workdir / f"{name}.log")
 
+    def pages_now(self, db: Path) -> int:
+        """Active pages the crawl has committed so far (0 before the file exists)."""
+        if not db.exists():
+            return 0
+        try:
+            conn = open_connection(db, readonly=True)
+        except Exception:  # noqa: BLE001  (not created yet, or mid-creation: nothing committed)
+            return 0
+        try:
+            return conn.execute("SELECT count(*) FROM pages WHERE status = 'active'").fetchone()[0]
+        except Exception:  # noqa: BLE001  (schema not applied yet)
+            return 0
+        finally:
+            conn.close()
+
+    def wait_for_progress(self, run: Run, fd: Frontdesk, process: subprocess.Popen, rng: random.Random,
+                          upto: float = 1.0) -> None:
+        """Wait until the crawl has committed a random number of pages (0 … `upto` of the reference),
+        then up to 2 s more (into the next batch): a random moment of the crawl's progress, however fast the
+        machine is. A wall-clock moment drawn from the reference crawl's duration lands before the
+        first commit whenever the machine is busier than it was for the reference."""
+        target = rng.randint(0, max(0, int(self.reference_pages * upto) - 1))
+        deadline = time.monotonic() + 600
+        while process.poll() is None and time.monotonic() < deadline and self.pages_now(fd.db("t")) < target:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, min(2.0, self.reference_seconds * 0.3)))
+        run.note("target_pages", target)
+
     def check_sound(self, run: Run, db: Path, label: str = "") -> dict:
         problems = soundness(db)
         run.check(f"integrity{label}", not problems, problems)
@@ -207,13 +236,13 @@ class Harness:
 def fault_kill9(h: Harness, index: int, rng: random.Random) -> Run:
     run = Run()
     fd, process = h.start_crawl(f"kill9-{index}")
-    delay = rng.uniform(0.2, h.reference_seconds * 1.05)
-    try:
-        process.wait(timeout=delay)
+    started = time.monotonic()
+    h.wait_for_progress(run, fd, process, rng)
+    if process.poll() is not None:
         run.note("killed", "after it finished")
-    except subprocess.TimeoutExpired:
+    else:
         kill9(process)
-        run.note("killed", f"at {delay:.1f} s")
+        run.note("killed", f"at {time.monotonic() - started:.1f} s")
     current = h.check_sound(run, fd.db("t"))
     h.resume_and_compare(run, fd, pages_before=len(current))
     shutil.rmtree(fd.data_dir, ignore_errors=True)
@@ -223,7 +252,7 @@ def fault_kill9(h: Harness, index: int, rng: random.Random) -> Run:
 def fault_backup(h: Harness, index: int, rng: random.Random) -> Run:
     run = Run()
     fd, process = h.start_crawl(f"backup-{index}")
-    time.sleep(rng.uniform(1.0, max(1.5, h.reference_seconds * 0.6)))
+    h.wait_for_progress(run, fd, process, rng, upto=0.6)
     dest = h.workdir / f"backup-{index}.copy.db"
     done = fd.run("backup", "t", str(dest), "--json", timeout=300)
     run.note("overlapped", process.poll() is None)  # the crawl was still writing when it finished
@@ -347,9 +376,7 @@ def fault_corrupt_wal(h: Harness, index: int, rng: random.Random) -> Run:
     run = Run()
     fd, process = h.start_crawl(f"wal-{index}")
     wal = Path(f"{fd.db('t')}-wal")
-    deadline = time.monotonic() + rng.uniform(1.0, h.reference_seconds * 0.9)
-    while time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
+    h.wait_for_progress(run, fd, process, rng, upto=0.9)
     kill9(process)
     if not wal.exists() or wal.stat().st_size <= 32:
         run.note("wal", "empty at the kill")
