@@ -397,7 +397,7 @@ class Soak:
             kind = "slow_headers" if index % 5 == 4 else "slow_body"
             index += 1
             started = time.monotonic()
-            outcome, answer = "held to the end", b""
+            outcome, answer = "open at the end", b""
             try:
                 reader, writer = await asyncio.open_connection(self.host, int(self.port), local_addr=(local, 0))
             except OSError as exc:
@@ -419,7 +419,7 @@ class Soak:
                     with contextlib.suppress(asyncio.TimeoutError):
                         answer = await asyncio.wait_for(reader.read(4096), 1.0)
                         if answer or reader.at_eof():
-                            outcome = "answered" if answer else "closed"
+                            outcome = "cut off" if answer else "closed"
                             break
                 else:
                     outcome = "completed"
@@ -436,7 +436,7 @@ class Soak:
             self.tally.slow_bodies.append({"kind": kind, "outcome": label, "held_s": round(held, 1)})
             if status and status != "408" and kind == "slow_body" and held > SLOW_BODY_LIMIT_S:
                 self.tally.problem(f"slow body held {held:.0f} s before {label}")
-            if outcome == "held to the end" and held > SLOW_BODY_LIMIT_S:
+            if outcome == "open at the end" and held > SLOW_BODY_LIMIT_S:
                 self.tally.problem(f"{kind}: the server still waited after {held:.0f} s")
             if answer.startswith(b"HTTP/") and status.startswith("5"):
                 self.tally.problem(f"{kind}: {answer[:200]!r}")
@@ -625,7 +625,8 @@ def print_report(report: dict) -> None:
     visitors = report["visitors"]
     summary = [
         ["requests", f"{report['requests']:,} in {report['elapsed_s']} s ({report['requests_per_s']}/s)"],
-        ["errors by kind", ", ".join(f"{o} {n}" for o, n in report["by_outcome"].items() if o != "answered")],
+        ["errors by kind", ", ".join(f"{o} {n}" for o, n in report["by_outcome"].items()
+                                     if o not in {"answered", "abandoned"} and not o.startswith(("open ", "cut off")))],
         ["visitors answered", f"{visitors['answered']}/{visitors['questions']}"],
         ["visitor TTFT p50 / p95", f"{visitors['ttft_p50_ms']} / {visitors['ttft_p95_ms']} ms"],
         ["/healthz p95 / max", f"{report['health_p95_ms']} / {report['health_max_ms']} ms"],
