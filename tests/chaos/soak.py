@@ -17,9 +17,10 @@ concurrent attackers, each a loop of requests:
   continued with the `demo` key);
 - ``slowloris``: request bodies sent a byte a second on raw sockets (and headers, once in a while).
 
-Meanwhile a few well-behaved visitors (own addresses, one question every 2.5 s, below the
-per-IP limit) ask both tenants: their time to first token is the soak's latency, and they must keep
-getting answers. The server's RSS (the granian process tree, from /proc) is sampled twice a second.
+A few well-behaved visitors (own addresses, one question every 2.5 s, below the per-IP limit) ask
+both tenants, alone at first (a fifth of `--seconds`, at most 10 s: their calm time to first
+token), then throughout the attack: their TTFT is the soak's latency, and they must keep getting
+answers. The server's RSS (the granian process tree, from /proc) is sampled twice a second.
 
 Verdict: every error is a `{code, message}` JSON with a documented code and a 4xx status (never a
 traceback, never a 5xx; an SSE `error` event likewise), the server log holds no traceback, no
@@ -138,7 +139,8 @@ class Tally:
     outcomes: Counter = field(default_factory=Counter)  # (group, kind, outcome) → count
     problems: list[str] = field(default_factory=list)
     problem_count: int = 0
-    ttft_ms: list[float] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)  # visitors' time to first token under attack
+    ttft_calm_ms: list[float] = field(default_factory=list)  # … before the attack starts
     visitor: Counter = field(default_factory=Counter)
     canary_on_vault: int = 0
     vault_conversations: list[tuple[str, str]] = field(default_factory=list)  # (conversation id, message id)
@@ -194,6 +196,7 @@ class Soak:
         self.rng = random.Random(seed)
         self.tally = Tally()
         self.deadline = 0.0
+        self.attack_started = float("inf")
         self.clients: list[httpx.AsyncClient] = []
         self.host, self.port = base.removeprefix("http://").split(":")
 
@@ -297,7 +300,8 @@ class Soak:
             self.tally.count("visitor", tenant, reply.outcome)
             if reply.outcome == "answered":
                 if reply.ttft_ms is not None:
-                    self.tally.ttft_ms.append(reply.ttft_ms)
+                    calm = started < self.attack_started
+                    (self.tally.ttft_calm_ms if calm else self.tally.ttft_ms).append(reply.ttft_ms)
                 own = self.tally.vault_conversations if tenant == "vault" else self.tally.demo_conversations
                 own.append((reply.conversation_id, reply.message_id))
             await asyncio.sleep(max(0.0, VISITOR_PERIOD_S - (time.monotonic() - started)))
@@ -469,8 +473,10 @@ class Soak:
 
     async def run(self) -> dict:
         probe = await self.xff_probe()
-        # The visitors start first and ask the vault its canary, so there are conversations to replay.
-        self.deadline = time.monotonic() + self.seconds
+        # The visitors start alone (their calm TTFT; and conversations with the canary to replay),
+        # then the attackers join for `seconds`.
+        calm = min(10.0, self.seconds / 5)
+        self.deadline = time.monotonic() + calm + self.seconds
         streams = self.streams
         n_slow = max(2, streams // 10)
         n_one, n_spoof, n_many = max(2, streams * 3 // 10), max(2, streams // 5), max(2, streams // 5)
@@ -481,13 +487,14 @@ class Soak:
         spoofed = self.client("127.0.0.2", n_spoof)
         tasks = [asyncio.create_task(self.visitor(self.client(f"127.0.1.{i + 1}", 2), i)) for i in range(n_visitors)]
         tasks.append(asyncio.create_task(self.health(self.client("127.0.0.8"), health_ms)))
-        await asyncio.sleep(min(3.0, self.seconds / 5))
+        await asyncio.sleep(calm)
+        self.attack_started = time.monotonic()
         tasks += [asyncio.create_task(self.flood("one_ip", one_ip)) for _ in range(n_one)]
         tasks += [asyncio.create_task(self.flood("spoofed", spoofed, spoof=True)) for _ in range(n_spoof)]
         tasks += [asyncio.create_task(self.flood("many", self.client(f"127.0.2.{i + 1}", 2))) for i in range(n_many)]
         tasks += [asyncio.create_task(self.hostile(self.client(f"127.0.3.{i + 1}", 2), i)) for i in range(n_hostile)]
         tasks += [asyncio.create_task(self.slowloris(f"127.0.4.{i + 1}", i)) for i in range(n_slow)]
-        _, pending = await asyncio.wait(tasks, timeout=self.seconds + 30)
+        _, pending = await asyncio.wait(tasks, timeout=self.seconds + 45)
         for task in pending:
             task.cancel()
         for task in tasks:
@@ -588,7 +595,9 @@ def judge(runner: Soak, extra: dict, seconds: float, streams: int, seed: int, re
                      for g, k in sorted({(g, k) for g, k, _ in tally.outcomes})},
         "visitors": {"questions": visitor_total, "answered": answered, "outcomes": dict(tally.visitor),
                      "ttft_p50_ms": _round(percentile(tally.ttft_ms, 50)),
-                     "ttft_p95_ms": _round(percentile(tally.ttft_ms, 95))},
+                     "ttft_p95_ms": _round(percentile(tally.ttft_ms, 95)),
+                     "calm_ttft_p50_ms": _round(percentile(tally.ttft_calm_ms, 50)),
+                     "calm_ttft_p95_ms": _round(percentile(tally.ttft_calm_ms, 95))},
         "health_p95_ms": _round(extra["health_p95_ms"]), "health_max_ms": _round(extra["health_max_ms"]),
         "rss_mb": {"baseline": _mb(baseline), "peak": _mb(peak), "after": _mb(after)},
         "rss_samples": [(t, _mb(r)) for t, r in samples[:: max(1, len(samples) // 120)]],
@@ -628,7 +637,8 @@ def print_report(report: dict) -> None:
         ["errors by kind", ", ".join(f"{o} {n}" for o, n in report["by_outcome"].items()
                                      if o not in {"answered", "abandoned"} and not o.startswith(("open ", "cut off")))],
         ["visitors answered", f"{visitors['answered']}/{visitors['questions']}"],
-        ["visitor TTFT p50 / p95", f"{visitors['ttft_p50_ms']} / {visitors['ttft_p95_ms']} ms"],
+        ["visitor TTFT p50 / p95", f"{visitors['ttft_p50_ms']} / {visitors['ttft_p95_ms']} ms under attack "
+                                   f"({visitors['calm_ttft_p50_ms']} / {visitors['calm_ttft_p95_ms']} ms before)"],
         ["/healthz p95 / max", f"{report['health_p95_ms']} / {report['health_max_ms']} ms"],
         ["RSS baseline / peak / after", "{baseline} / {peak} / {after} MB".format(**report["rss_mb"])],
         ["spoofed XFF answered",
