@@ -34,6 +34,7 @@ from ingest.extract import extract
 from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
+from store import crawls
 from store.config import SiteConfig
 from store.contacts import pages_with_placeholders
 from store.errors import FetchError, FrontdeskError, StoreError
@@ -178,17 +179,12 @@ class _Job:
 
 def _start_run(tenant: Tenant, kind: str) -> int:
     with tenant.write() as conn:
-        conn.execute("INSERT INTO crawl_runs(kind, started_at) VALUES (?, ?)", (kind, time.time()))
-        return conn.last_insert_rowid()
+        return crawls.start_run(conn, kind)
 
 
 def _finish_run(tenant: Tenant, run_id: int, summary: CrawlSummary, errors: list[tuple[str, str, str]]) -> None:
-    now = time.time()
     with tenant.write() as conn:
-        conn.execute("UPDATE crawl_runs SET finished_at = ?, status = ?, summary = ? WHERE id = ?",
-                     (now, summary.status, msgspec.json.encode(summary).decode(), run_id))
-        conn.executemany("INSERT INTO crawl_errors(run_id, url, reason, message, at) VALUES (?, ?, ?, ?, ?)",
-                         [(run_id, url, reason, message, now) for url, reason, message in errors[:5000]])
+        crawls.finish_run(conn, run_id, summary.status, msgspec.json.encode(summary).decode(), errors)
 
 
 def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
@@ -203,11 +199,8 @@ def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
 
 
 def _store_sitemap(tenant: Tenant, sitemap: dict[str, str | None]) -> None:
-    now = time.time()
     with tenant.write() as conn:
-        conn.execute("DELETE FROM sitemap_urls")
-        conn.executemany("INSERT OR REPLACE INTO sitemap_urls(url, lastmod, seen_at) VALUES (?, ?, ?)",
-                         [(url, lastmod, now) for url, lastmod in sitemap.items()])
+        crawls.replace_sitemap(conn, sitemap)
 
 
 async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, depth: int,

@@ -16,6 +16,7 @@ import msgspec
 
 from ingest.embed import Embedder
 from ingest.pipeline import CrawlOptions, CrawlProgress, CrawlSummary, crawl
+from store.analytics import last_done
 from store.errors import FrontdeskError, JobRunning
 from store.tenants import Tenant, TenantRegistry
 
@@ -179,10 +180,7 @@ class Scheduler:
     def due(self, tenant: Tenant, now: float) -> CrawlOptions | None:
         """The job a tenant needs now by its schedule, if any."""
         settings = tenant.config().crawl
-        rows = tenant.reader().execute(
-            "SELECT kind, max(started_at) FROM crawl_runs WHERE status = 'done' GROUP BY kind"
-        ).fetchall()
-        last = {kind: started for kind, started in rows}
+        last = last_done(tenant.reader())
         last_full = last.get("full", 0.0)
         last_any = max([last_full, last.get("delta", 0.0)])
         if settings.full_every_days and now - last_full >= settings.full_every_days * 86400:

@@ -197,3 +197,10 @@ def last_done(conn: apsw.Connection) -> dict[str, float]:
     """When each kind of crawl (delta, full …) last finished successfully started."""
     return dict(conn.execute(
         "SELECT kind, max(started_at) FROM crawl_runs WHERE status = 'done' GROUP BY kind").fetchall())
+
+
+def last_run_errors(conn: apsw.Connection) -> dict[str, int]:
+    """The most recent crawl run's errors, counted by reason."""
+    return dict(conn.execute(
+        "SELECT reason, count(*) FROM crawl_errors WHERE run_id = (SELECT max(id) FROM crawl_runs) GROUP BY reason"
+    ).fetchall())

@@ -27,6 +27,7 @@ from app.routes.common import bearer_token, read_json
 from ingest.pipeline import CrawlOptions
 from ingest.scheduler import JobInfo
 from store import conversations, curated
+from store.analytics import last_run_errors
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, InvalidInput, NotFound
 from store.pages import junk_summary, render_stats
@@ -287,9 +288,7 @@ class TenantsController(Controller):
         def collect(conn: apsw.Connection) -> dict[str, Any]:
             data = msgspec.to_builtins(tenant_stats(conn, file_bytes=tenant.path.stat().st_size))
             data["coverage"] = round(data["sitemap_covered"] / data["sitemap_urls"], 4) if data["sitemap_urls"] else None
-            data["errors_by_reason"] = dict(conn.execute(
-                "SELECT reason, count(*) FROM crawl_errors WHERE run_id = (SELECT max(id) FROM crawl_runs) GROUP BY reason"
-            ).fetchall())
+            data["errors_by_reason"] = last_run_errors(conn)
             data["usage"] = conversations.usage(conn)
             data["render"] = render_stats(conn)  # which pages needed a browser (crawl.render)
             data["junk"] = msgspec.to_builtins(junk_summary(conn))
