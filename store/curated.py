@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 
 import apsw
 import msgspec
@@ -103,3 +104,11 @@ def match(conn: apsw.Connection, normalized: str, vector: np.ndarray | None, thr
         if similarity >= best_sim:
             best, best_sim = row, similarity
     return CuratedMatch(_row(best), best_sim, False) if best is not None else None
+
+
+def curated_vectors(conn: apsw.Connection) -> Iterator[tuple[Curated, np.ndarray]]:
+    """Every curated answer that has a vector, with it."""
+    items = {item.id: item for item in all_curated(conn)}
+    for curated_id, blob in conn.execute("SELECT id, embedding FROM curated WHERE embedding IS NOT NULL"):
+        if curated_id in items:
+            yield items[curated_id], np.frombuffer(blob, dtype=np.float32)

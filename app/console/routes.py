@@ -560,18 +560,9 @@ def _curated_test(request: Request, tenant: Tenant, question: str) -> dict[str, 
     vector = embedder.embed_query(question)
     conn = tenant.reader()
     match = curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
-    nearest = sorted(((float(vector @ v), item) for item, v in _curated_vectors(conn)), key=lambda p: -p[0])[:3]
+    nearest = sorted(((float(vector @ v), item) for item, v in curated.curated_vectors(conn)), key=lambda p: -p[0])[:3]
     return {"question": question, "match": match, "threshold": CURATED_SIMILARITY,
             "nearest": [{"similarity": round(s, 3), "item": item} for s, item in nearest]}
-
-
-def _curated_vectors(conn):
-    import numpy as np
-
-    items = {item.id: item for item in curated.all_curated(conn)}
-    for curated_id, blob in conn.execute("SELECT id, embedding FROM curated WHERE embedding IS NOT NULL"):
-        if curated_id in items:
-            yield items[curated_id], np.frombuffer(blob, dtype=np.float32)
 
 
 @get("/t/{tenant_id:str}/curated", include_in_schema=False)
