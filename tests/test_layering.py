@@ -4,6 +4,7 @@ route modules never import the app factory that imports them."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,43 @@ def test_library_code_never_prints():
                 if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+# Every SQL statement lives in store/ (DESIGN.md; issue 17): store's functions are the seam a second
+# backend implements, so app/ and ingest/ neither write SQL nor run it on a connection.
+SQL_TEXT = re.compile(
+    r"\s*(SELECT|INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER|PRAGMA|WITH|BEGIN|COMMIT|ROLLBACK|SAVEPOINT|"
+    r"RELEASE|VACUUM|ATTACH|DETACH|ANALYZE|REINDEX)\s")
+CONNECTION_CALLS = {"execute", "executemany", "executescript", "cursor", "last_insert_rowid", "changes"}
+
+
+def sql_offences(source: str, name: str) -> list[str]:
+    """Lines of a module that hold SQL text (a string opening with an upper-case SQL keyword) or call a
+    connection's statement methods."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename=name)):
+        # An f-string's literal parts are Constant nodes too, so this also reads f"SELECT … {marks}".
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_TEXT.match(node.value):
+            found.append(f"{name}:{node.lineno} SQL text {node.value.strip()[:40]!r}")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONNECTION_CALLS:
+            found.append(f"{name}:{node.lineno} calls .{node.func.attr}()")
+    return found
+
+
+@pytest.mark.parametrize("package", ["app", "ingest"])
+def test_sql_lives_only_in_store(package):
+    offenders = [line for path in sorted((ROOT / package).rglob("*.py"))
+                 for line in sql_offences(path.read_text(), str(path.relative_to(ROOT)))]
+    assert offenders == []
+
+
+def test_the_sql_check_sees_sql():
+    # The check above must catch what it is for, or its empty list proves nothing.
+    source = ('rows = conn.execute("SELECT id FROM pages").fetchall()\n'
+              'conn.executemany(f"INSERT INTO t VALUES ({marks})", rows)\n'
+              'conn = tenant.reader(); conn.cursor()\n'
+              'label = "Select a page"; method = "DELETE"; word = "update"\n')
+    assert sorted(sql_offences(source, "m.py")) == [
+        "m.py:1 SQL text 'SELECT id FROM pages'", "m.py:1 calls .execute()",
+        "m.py:2 SQL text 'INSERT INTO t VALUES ('", "m.py:2 calls .executemany()", "m.py:3 calls .cursor()",
+    ]
