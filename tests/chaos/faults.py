@@ -209,16 +209,16 @@ class Harness:
             conn.close()
 
     def wait_for_progress(self, run: Run, fd: Frontdesk, process: subprocess.Popen, rng: random.Random,
-                          upto: float = 1.0) -> None:
-        """Wait until the crawl has committed a random number of pages (0 … `upto` of the reference),
-        then up to 2 s more (into the next batch): a random moment of the crawl's progress, however fast the
-        machine is. A wall-clock moment drawn from the reference crawl's duration lands before the
-        first commit whenever the machine is busier than it was for the reference."""
-        target = rng.randint(0, max(0, int(self.reference_pages * upto) - 1))
+                          upto: float = 1.0, jitter: float = 0.5, least: int = 0) -> None:
+        """Wait until the crawl has committed a random number of pages (`least` … `upto` of the
+        reference), then up to `jitter` s more (into the next write): a random moment of the crawl's
+        progress, however fast the machine is. A wall-clock moment drawn from the reference crawl's
+        duration lands before the first commit whenever the machine is busier than for the reference."""
+        target = rng.randint(least, max(least, int(self.reference_pages * upto) - 1))
         deadline = time.monotonic() + 600
         while process.poll() is None and time.monotonic() < deadline and self.pages_now(fd.db("t")) < target:
             time.sleep(0.05)
-        time.sleep(rng.uniform(0.0, min(2.0, self.reference_seconds * 0.3)))
+        time.sleep(rng.uniform(0.0, jitter))
         run.note("target_pages", target)
 
     def check_sound(self, run: Run, db: Path, label: str = "") -> dict:
@@ -252,7 +252,8 @@ def fault_kill9(h: Harness, index: int, rng: random.Random) -> Run:
 def fault_backup(h: Harness, index: int, rng: random.Random) -> Run:
     run = Run()
     fd, process = h.start_crawl(f"backup-{index}")
-    h.wait_for_progress(run, fd, process, rng, upto=0.6)
+    # Early (a page committed, most still to come): the backup must overlap the crawl's writes.
+    h.wait_for_progress(run, fd, process, rng, upto=0.25, jitter=0.0, least=1)
     dest = h.workdir / f"backup-{index}.copy.db"
     done = fd.run("backup", "t", str(dest), "--json", timeout=300)
     run.note("overlapped", process.poll() is None)  # the crawl was still writing when it finished
