@@ -5,6 +5,7 @@ tenant's WAL) on shutdown. `app` at module level serves granian: `granian --inte
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -25,6 +26,7 @@ from app.ratelimit import RateLimits
 from app.routes import a2a, admin, ops, widget
 from app.settings import Settings
 from app.stack import answer_stack
+from app.warm import Warmer
 from ingest.scheduler import Scheduler
 
 log = logging.getLogger("frontdesk.http")
@@ -80,20 +82,36 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         stack = answer_stack(state.ctx, cache_entries=settings.cache_entries, cache_ttl=settings.cache_ttl,
                              metrics=state.metrics)
         state.answerer, state.cache = stack.answerer, stack.cache
-        state.model_ready = False
+        state.model_ready = state.warm = False
         state.scheduler = None
         # Load the weights before the first visitor asks (they take a second or two).
         await anyio.to_thread.run_sync(state.ctx.embedder().warm_up)
         state.model_ready = True
+        # Then the rest of what the first question would load, tenant by tenant: /readyz says
+        # ready once it is done (app/warm.py).
+        warmer = Warmer(state.ctx, stack.answerer)
+
+        async def warm_all() -> None:
+            await anyio.to_thread.run_sync(warmer.warm_all)
+            state.warm = True
+
+        warming = asyncio.create_task(warm_all())
+
+        def content_changed(tenant_id: str) -> None:
+            state.cache.clear(tenant_id)
+            warmer.warm_later(tenant_id)
+
         state.webhooks = webhooks.WebhookDispatcher(state.ctx.registry, settings)
         state.scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
-                                    on_change=state.cache.clear, periodic=settings.scheduler,
+                                    on_change=content_changed, periodic=settings.scheduler,
                                     on_finish=state.webhooks.crawl_ended)
         await state.scheduler.start()
         await state.webhooks.start()
         try:
             yield
         finally:
+            await warming
+            await anyio.to_thread.run_sync(warmer.close)
             if state.scheduler is not None:
                 await state.scheduler.stop()
             if getattr(state, "webhooks", None) is not None:

@@ -1,4 +1,5 @@
-"""Operations endpoints: /healthz (process up), /readyz (model loaded, tenants openable), /metrics."""
+"""Operations endpoints: /healthz (process up), /readyz (model loaded, tenants warmed and openable),
+/metrics."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ async def readyz(request: Request) -> Response:
     problems: dict[str, str] = {}
     if not getattr(state, "model_ready", False):
         problems["model"] = "embedding model not loaded yet"
+    elif not getattr(state, "warm", False):
+        problems["warm"] = "warming the tenants for their first question"
 
     def check_tenants() -> None:
         for tenant_id in state.ctx.registry.ids():

@@ -1,6 +1,7 @@
 """The hot path under load (README.md, "Speed"): time to first token and total time, server side and
 as the client sees it, for the extractive answerer on a 10k-chunk tenant, with 1, 10 and 50
-concurrent streams over loopback; RSS of the server process idle and under load.
+concurrent streams over loopback; RSS of the server process idle and under load; the first answer
+after `frontdesk serve` starts (BENCH_BASELINE=<a checkout> adds an older revision's, interleaved).
 
 The tenant is the pypug fixture (real text, real questions) topped up to 10,000 chunks with
 synthetic passages; the answer cache is off so every request runs the whole pipeline.
@@ -12,6 +13,7 @@ import asyncio
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -111,6 +113,66 @@ async def _load(base: str, key: str, concurrency: int, requests: int, questions:
     return results
 
 
+def _start(data: Path, root: Path, **settings: object) -> tuple[subprocess.Popen, str, Path]:
+    """`frontdesk serve` from the checkout at `root` on a free port, not waited for (the caller
+    times its start)."""
+    from tests.server import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTDESK_")}
+    env.update({"FRONTDESK_SCHEDULER": "false", "FRONTDESK_LOG_LEVEL": "warning"})
+    env.update({f"FRONTDESK_{name.upper()}": str(value) for name, value in settings.items()})
+    log = Path(tempfile.mkstemp(prefix="frontdesk-bench-", suffix=".log")[1])
+    with open(log, "wb") as output:
+        process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port),
+                                    "--data-dir", str(data)], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=output, stderr=subprocess.STDOUT)
+    return process, f"http://127.0.0.1:{port}", log
+
+
+async def _ask_in_turn(base: str, key: str, questions: list[str]) -> list[dict]:
+    async with httpx.AsyncClient(timeout=120) as client:
+        return [await _one(client, base, key, q) for q in questions]
+
+
+def first_answers(data: Path, key: str, questions: list[str], starts: int, root: Path | None = None) -> list[dict]:
+    """Start the server `starts` times; each time poll /readyz until it says ready, then ask one
+    question at once (the first answer after start) and a few more (warm), one at a time, and
+    time them from outside. `root`: the checkout to serve (default: this one)."""
+    from tests.server import ROOT, _stop
+
+    rows = []
+    for n in range(starts):
+        process, base, log = _start(data, root or ROOT, cache_entries=0, rate_per_ip=100000, rate_burst_ip=100000,
+                                    rate_per_tenant=100000)
+        started = time.perf_counter()
+        try:
+            with httpx.Client(timeout=2.0) as client:
+                while True:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"the server exited:\n{log.read_text()[-4000:]}")
+                    try:
+                        if client.get(f"{base}/readyz").status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    time.sleep(0.02)
+            ready_s = time.perf_counter() - started
+
+            picked = [questions[(n * 7 + i) % len(questions)] for i in range(6)]
+            results = asyncio.run(_ask_in_turn(base, key, picked))
+        finally:
+            _stop(process)
+            log.unlink(missing_ok=True)
+        first, warm = results[0], results[1:]
+        rows.append({"start": n + 1, "ready_s": round(ready_s, 2), "status": first["status"],
+                     "first_client_ttft_ms": round(first.get("client_ttft_ms", float("nan")), 1),
+                     "first_server_ttft_ms": first.get("server_ttft_ms"),
+                     "next_client_ttft_ms": round(float(np.median([r.get("client_ttft_ms", float("nan"))
+                                                                   for r in warm])), 1)})
+    return rows
+
+
 def _serve_pid(port_url: str) -> int | None:
     port = port_url.rsplit(":", 1)[1]
     out = subprocess.run(["pgrep", "-f", f"serve --host 127.0.0.1 --port {port}"], capture_output=True, text=True).stdout
@@ -130,6 +192,22 @@ def run(quick: bool = False) -> dict:
         key = tenant.widget_key
         context.close()
         questions = [q for q, _ in PYPUG_QUESTIONS]
+        # The first answer after `frontdesk serve` starts, against the checkout named by
+        # BENCH_BASELINE (e.g. a `git worktree` of an older revision), interleaved, when given.
+        baseline = os.environ.get("BENCH_BASELINE")
+        starts = 3 if quick else 5
+        first_rows = []
+        for n in range(starts):
+            variants = [("this checkout", None)] + ([("baseline", Path(baseline))] if baseline else [])
+            for name, root in (variants if n % 2 == 0 else variants[::-1]):
+                row = first_answers(data, key, questions, 1, root=root)[0]
+                first_rows.append({**row, "start": n + 1, "code": name})
+        first_summary = []
+        for name in dict.fromkeys(r["code"] for r in first_rows):
+            mine = [r for r in first_rows if r["code"] == name]
+            first_summary.append({"code": name, "starts": len(mine),
+                                  **{f"median_{k}": round(float(np.median([r[k] for r in mine])), 1)
+                                     for k in ("ready_s", "first_client_ttft_ms", "next_client_ttft_ms")}})
         with run_server(data, cache_entries=0, rate_per_ip=100000, rate_burst_ip=100000,
                         rate_per_tenant=100000) as base:
             pid = _serve_pid(base)
@@ -155,7 +233,13 @@ def run(quick: bool = False) -> dict:
     print_table(f"Answer latency, extractive answerer, {chunks}-chunk tenant, cache off, loopback",
                 rows, ["concurrency", "requests", "ok", "answers_per_s", "server_ttft_ms_p50", "server_ttft_ms_p95",
                        "server_ttft_ms_p99", "client_ttft_ms_p50", "client_ttft_ms_p95", "server_total_ms_p95"])
+    print_table("First answer after start: `frontdesk serve` started, /readyz polled until ready, then one "
+                "question at once, then five more (next = their median); client TTFT", first_rows,
+                ["code", "start", "ready_s", "status", "first_client_ttft_ms", "first_server_ttft_ms",
+                 "next_client_ttft_ms"])
+    print_table("First answer after start, medians", first_summary,
+                ["code", "starts", "median_ready_s", "median_first_client_ttft_ms", "median_next_client_ttft_ms"])
     print(f"\nserver RSS: idle {idle_rss:.0f} MB, peak under load {peak_rss:.0f} MB, after {after_rss:.0f} MB "
           f"(bar: TTFT p95 < 50 ms server side; idle RSS < 300 MB)")
-    return {"chunks": chunks, "rows": rows, "rss_idle_mb": idle_rss, "rss_peak_mb": peak_rss,
+    return {"chunks": chunks, "rows": rows, "first_answer": first_rows, "first_answer_medians": first_summary, "rss_idle_mb": idle_rss, "rss_peak_mb": peak_rss,
             "rss_after_mb": after_rss, "cpus": os.cpu_count()}

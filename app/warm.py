@@ -1,0 +1,75 @@
+"""Warming: what the first question would otherwise load on the request path (language profiles,
+a tenant's reader connection, statistics, prepared statements and term counts, the extractive
+scorer's caches), done before `/readyz` says ready and, for a tenant whose content changes later,
+in a background thread rather than in its next visitor's request."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from app.answer import Answerer
+from app.context import Context
+from ingest.lang import detect_language
+from store.errors import FrontdeskError
+
+log = logging.getLogger(__name__)
+
+#: Asked of every tenant once, answered and thrown away: it runs the whole retrieval half of the
+#: answer path (nothing is persisted, no metric counted).
+WARM_QUESTION = "How do I get started, and who do I contact for help?"
+
+
+class Warmer:
+    def __init__(self, ctx: Context, answerer: Answerer) -> None:
+        self.ctx = ctx
+        self.answerer = answerer
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        # One thread for the later warm-ups: it keeps one read connection per tenant, where a
+        # thread each time would leave one behind every time.
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frontdesk-warm")
+
+    def warm_process(self) -> None:
+        """What every tenant shares: the model's first run and langdetect's language profiles
+        (read from ~55 JSON files on first use, ~0.8 s)."""
+        self.ctx.embedder().warm_up()
+        detect_language("how do I get started with this site", default="en", min_words=3)
+
+    def warm_tenant(self, tenant_id: str) -> None:
+        """Retrieve an answer for `WARM_QUESTION` from the tenant on this thread; a tenant that
+        cannot be opened is left to `/readyz` to report."""
+        try:
+            tenant = self.ctx.tenant(tenant_id)
+            self.ctx.tenant_embedder(tenant).warm_up()
+            self.answerer.retrieve(tenant, WARM_QUESTION, None, "en", None, [])
+        except FrontdeskError as exc:
+            log.warning("could not warm tenant %s: %s", tenant_id, exc.code)
+        except Exception:  # warming is an optimisation: never the reason a server does not start
+            log.exception("warming tenant %s failed", tenant_id)
+
+    def warm_all(self) -> None:
+        self.warm_process()
+        for tenant_id in self.ctx.registry.ids():
+            self.warm_tenant(tenant_id)
+
+    def warm_later(self, tenant_id: str) -> None:
+        """Warm one tenant in the background thread (after a crawl changed it, say); a tenant
+        already waiting there is not queued twice."""
+        with self._lock:
+            if tenant_id in self._pending:
+                return
+            self._pending.add(tenant_id)
+
+        def run() -> None:
+            with self._lock:
+                self._pending.discard(tenant_id)
+            self.warm_tenant(tenant_id)
+
+        with contextlib.suppress(RuntimeError):  # shutting down: nothing left to warm for
+            self._later.submit(run)
+
+    def close(self) -> None:
+        self._later.shutdown(wait=True, cancel_futures=True)
