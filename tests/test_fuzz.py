@@ -188,3 +188,28 @@ def test_html_comments_are_read_in_one_pass():
     assert html_comments("a<!--b-->c<!--d") == ["b", "d"]
     assert html_comments("<!---->") == [""]
     assert html_comments("no comments") == []
+
+
+def test_a_worker_the_machine_did_not_run_is_not_a_hang():
+    """The long run's hang detector: wall time on one input alone is not a hang (a niced worker on a
+    busy machine waits); wall time spent computing is."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.chaos.fuzz import cpu_seconds, is_stuck
+
+    waiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(1.5)
+        now = time.monotonic()
+        assert cpu_seconds(spinning.pid) > 0.5
+        assert not is_stuck(waiting.pid, now - 1.2, 0.0, 1.0, now)
+        assert is_stuck(spinning.pid, now - 1.2, 0.0, 1.0, now)
+        assert is_stuck(waiting.pid, now - 11, 0.0, 1.0, now)  # ten times the limit: stuck regardless
+        assert not is_stuck(spinning.pid, 0.0, 0.0, 1.0, now)  # between inputs
+    finally:
+        for process in (waiting, spinning):
+            process.kill()
+            process.wait()

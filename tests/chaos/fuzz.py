@@ -15,7 +15,8 @@ Two engines:
 
 Every input runs under the per-page deadline (targets.PAGE_DEADLINE_S, the crawl's request
 timeout): an input whose CPU time exceeds it is a hang; the parent also kills a worker whose wall
-time on one input exceeds 4× the deadline. Crashes (any exception but the targets' ``Broken``,
+time on one input exceeds 4× the deadline while it used CPU (a worker the machine did not run is
+not hanging; see `is_stuck`), or 40× whatever it did. Crashes (any exception but the targets' ``Broken``,
 and ``Broken`` itself) are shrunk a little and kept under tests/fuzz_corpus/<target>/, one per
 distinct signature; tests/test_fuzz.py replays them. The table and a JSON report go to
 tests/chaos/results/.
@@ -255,7 +256,7 @@ def keep_crasher(target: str, data: bytes, kind: str) -> Path:
 # -- the mutation run ---------------------------------------------------------------------------
 
 
-def _worker(worker: int, workers: int, run_seed: int, total: int, first: int, current, started_at,
+def _worker(worker: int, workers: int, run_seed: int, total: int, first: int, current, started_at, cpu_at,
             out: Path) -> None:
     os.nice(5)  # a background job on a shared machine
     import logging
@@ -271,6 +272,7 @@ def _worker(worker: int, workers: int, run_seed: int, total: int, first: int, cu
     for index in range(first, total, workers):
         target, data = generate(run_seed, index)
         current.value = index
+        cpu_at.value = time.process_time()
         started_at.value = time.monotonic()
         elapsed, exc = run_one(target, data)
         started_at.value = 0.0
@@ -310,6 +312,25 @@ def _dump(out: Path, stats: dict) -> None:
     tmp.replace(out)
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process has used so far, from /proc; 0 when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def is_stuck(pid: int, started_at: float, cpu_at_start: float, wall_limit: float, now: float) -> bool:
+    """A worker is stuck on its input when it has spent over `wall_limit` on it *and* used a quarter of
+    that in CPU time — or ten times the limit whatever the CPU. A worker the machine did not run
+    (nice 19 next to busy processes) is waiting, not hanging: two sitemap inputs of a 1M run that
+    parse in 6 ms were reported as hangs by wall time alone."""
+    if not started_at or now - started_at <= wall_limit:
+        return False
+    return cpu_seconds(pid) - cpu_at_start > wall_limit / 4 or now - started_at > 10 * wall_limit
+
+
 def run_mutation(total: int, workers: int, run_seed: int, wall_limit: float) -> dict:
     """Run `total` inputs over `workers` processes; a stuck worker is killed and its input kept."""
     seeds()  # loaded once before fork, shared copy-on-write
@@ -322,21 +343,21 @@ def run_mutation(total: int, workers: int, run_seed: int, wall_limit: float) -> 
     for worker in range(workers):
         slots.append({"worker": worker, "first": worker, "segments": 0})
     pending = list(slots)
-    running: list[tuple[dict, mp.Process, object, object, Path]] = []
+    running: list[tuple[dict, mp.Process, object, object, object, Path]] = []
     last_report = time.monotonic()
     while pending or running:
         while pending:
             slot = pending.pop()
-            current, started_at = ctx.Value("q", -1), ctx.Value("d", 0.0)
+            current, started_at, cpu_at = ctx.Value("q", -1), ctx.Value("d", 0.0), ctx.Value("d", 0.0)
             out = RESULTS / f".fuzz-{run_seed}-{slot['worker']}-{slot['segments']}.json"
             process = ctx.Process(target=_worker, args=(slot["worker"], workers, run_seed, total, slot["first"],
-                                                        current, started_at, out), daemon=True)
+                                                        current, started_at, cpu_at, out), daemon=True)
             process.start()
-            running.append((slot, process, current, started_at, out))
+            running.append((slot, process, current, started_at, cpu_at, out))
         time.sleep(0.5)
         for entry in list(running):
-            slot, process, current, started_at, out = entry
-            stuck = started_at.value and time.monotonic() - started_at.value > wall_limit
+            slot, process, current, started_at, cpu_at, out = entry
+            stuck = is_stuck(process.pid, started_at.value, cpu_at.value, wall_limit, time.monotonic())
             if process.is_alive() and not stuck:
                 continue
             if stuck:
@@ -358,7 +379,7 @@ def run_mutation(total: int, workers: int, run_seed: int, wall_limit: float) -> 
         if time.monotonic() - last_report > 30:
             last_report = time.monotonic()
             done = sum(p["inputs"] for p in parts) + sum(
-                json.loads(o.read_text())["inputs"] for _, _, _, _, o in running if o.exists())
+                json.loads(o.read_text())["inputs"] for *_, o in running if o.exists())
             rate = done / (time.monotonic() - started)
             sys.stderr.write(f"fuzz: {done:,} inputs, {rate:,.0f}/s, {len(hangs)} hangs\n")
     return _merge(parts, hangs, total, workers, run_seed, time.monotonic() - started)
