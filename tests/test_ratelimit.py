@@ -1,0 +1,55 @@
+"""The widget's rate limits (app/ratelimit.py): per visitor address and tenant, then per tenant,
+with the tenant's last fifth kept for visitors who have asked little lately. Over HTTP they are
+exercised by tests/test_app.py (429 with Retry-After), tests/test_hostile_visitors.py (spoofed
+X-Forwarded-For) and the soak (tests/test_chaos.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.ratelimit import RateLimits, TokenBuckets
+from store.errors import RateLimited
+
+
+def test_a_bucket_refuses_past_its_burst_and_says_how_long_to_wait():
+    buckets = TokenBuckets(rate=1.0, burst=3)
+    assert [buckets.take("a") for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert 0.9 < buckets.take("a") <= 1.0
+    assert buckets.take("b") == 0.0  # another key, its own bucket
+    assert buckets.available("never-seen") == 3
+
+
+def test_a_floor_keeps_tokens_back():
+    buckets = TokenBuckets(rate=1.0, burst=5)
+    assert [buckets.take("t", floor=2) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert buckets.take("t", floor=2) > 0  # 2 left: kept back
+    assert buckets.take("t") == 0.0 and buckets.take("t") == 0.0  # without the floor they can go
+    assert buckets.take("t") > 0
+
+
+def test_addresses_flooding_at_their_limit_leave_the_reserve_to_ordinary_visitors():
+    limits = RateLimits(per_ip=0.001, burst_ip=10, per_tenant=2.0)  # tenant burst 10, reserve 2
+    busy = 0
+    for n in range(40):
+        address = f"10.0.0.{n}"
+        for _ in range(6):  # each has been asking at its limit: its own bucket is below half
+            limits.ip.take(f"t|{address}")
+        for _ in range(4):
+            try:
+                limits.check("t", address)
+            except RateLimited as exc:
+                assert "busy" in exc.message
+                busy += 1
+    assert busy == 40 * 4 - 8  # the flood got the tenant's burst down to its reserve, no further
+    assert limits.tenant.available("t") >= 2 - 0.1
+    for n in range(2):  # the reserve is there for visitors who have not asked lately
+        limits.check("t", f"192.0.2.{n}")
+    with pytest.raises(RateLimited, match="busy"):
+        limits.check("t", "192.0.2.9")  # and then the tenant's budget is spent for everyone
+
+
+def test_a_tenant_burst_of_one_keeps_no_reserve():
+    limits = RateLimits(per_ip=0.001, burst_ip=10, per_tenant=0.01)  # tenant burst 1
+    for _ in range(6):
+        limits.ip.take("t|10.0.0.1")  # this address has asked a lot lately …
+    limits.check("t", "10.0.0.1")  # … yet the tenant's one token is not held back from it
