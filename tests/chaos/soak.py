@@ -582,6 +582,7 @@ def judge(runner: Soak, extra: dict, seconds: float, streams: int, seed: int, re
         "spoofed X-Forwarded-For ignored": spoofed_answered <= spoof_budget
                                             and "429 rate_limited" in extra["xff_probe"],
         f"visitors answered ≥ {min_answered:.0%}": visitor_total > 0 and answered / visitor_total >= min_answered,
+        "visitors never rate limited (below their limit)": not tally.visitor.get("429 rate_limited"),
         f"RSS within {rss_limit_mb:.0f} MB of baseline": peak - baseline <= rss_limit_mb * 2**20,
         "slow bodies cut off": bool(slow) and all(s["held_s"] <= SLOW_BODY_LIMIT_S for s in slow),
         "every attacker stopped by itself": extra["unfinished_tasks"] == 0,
