@@ -122,10 +122,12 @@ class OnnxMiniLM(Embedder):
 
     def __init__(
         self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None,
-        allow_spinning: bool = False,
+        allow_spinning: bool = False, optimization: str = "all",
     ) -> None:
         self.int8 = int8
         self.allow_spinning = allow_spinning
+        #: onnxruntime's graph optimisation level: "basic", "extended" or "all".
+        self.optimization = optimization
         self.id = "minilm-l6-v2-int8" if int8 else "minilm-l6-v2"
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.threads = threads or os.cpu_count() or 1
@@ -160,7 +162,11 @@ class OnnxMiniLM(Embedder):
             options.intra_op_num_threads = self.threads
             options.inter_op_num_threads = 1
             options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.graph_optimization_level = {
+                "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+            }[self.optimization]
             # After each run onnxruntime's workers spin-wait for more work by default, taking a
             # core from the search that follows the query embedding (and from other processes).
             # Measured with `python -m tests.bench embed` (README.md, "Speed"): off cuts embed +

@@ -4,6 +4,11 @@
   worker threads allowed to spin-wait after each run or not, each variant in its own process,
   the variants interleaved round by round, on the machine as it is and with one more core kept
   busy by a spinning process (a busy machine).
+- configurations: chunks/s of the int8 model on real fastapi-fixture chunks, embedded page by
+  page as a crawl does (and all at once, as a crawl that batched across pages would), for
+  thread counts, batch sizes, graph optimisation levels, a token budget per batch (sequence-length
+  buckets) and two single-thread sessions side by side; configurations interleaved round by round,
+  medians reported, today's default first and once more as a noise control.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -98,10 +105,136 @@ def bench_spinning(quick: bool) -> list[dict]:
     return rows
 
 
+def fastapi_pages(limit: int) -> list[list[str]]:
+    """The embedding texts of the first `limit` fastapi-fixture pages, chunked as the indexer
+    chunks them, one list per page."""
+    from ingest.chunk import chunk_document
+    from ingest.embed import OnnxMiniLM
+    from ingest.extract import extract
+    from tests.conftest import FASTAPI, FASTAPI_ORIGIN
+
+    counter = OnnxMiniLM(int8=True, cache_dir=Path(CACHE))
+    pages = []
+    for path in sorted(FASTAPI.rglob("*.html")):
+        doc = extract(path.read_bytes(), f"{FASTAPI_ORIGIN}/{path.relative_to(FASTAPI).as_posix()}")
+        chunks = chunk_document(doc, counter.count_tokens)
+        if chunks:
+            pages.append([c.embedding_text(doc.title) for c in chunks])
+        if len(pages) >= limit:
+            break
+    return pages
+
+
+class _TokenBudget:
+    """Batches cut by a token budget (rows x longest row) rather than a row count: short texts go
+    in big batches, long ones in small ones."""
+
+    def __init__(self, embedder, budget: int) -> None:
+        self.embedder, self.budget = embedder, budget
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        e = self.embedder
+        e._load()
+        lengths = [len(enc.ids) for enc in e._tokenizer.encode_batch(texts)]
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        out = np.empty((len(texts), e.dim), dtype=np.float32)
+        batch: list[int] = []
+        for i in order:
+            if batch and (len(batch) + 1) * lengths[i] > self.budget:
+                out[batch] = e.embed_batch([texts[j] for j in batch])
+                batch = []
+            batch.append(i)
+        if batch:
+            out[batch] = e.embed_batch([texts[j] for j in batch])
+        return out
+
+
+class _SideBySide:
+    """Two single-thread sessions, each embedding half of every call's batches at once."""
+
+    def __init__(self, embedders) -> None:
+        self.embedders = embedders
+        self.pool = ThreadPoolExecutor(max_workers=len(embedders))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        halves = [order[k :: len(self.embedders)] for k in range(len(self.embedders))]
+        futures = [self.pool.submit(e.embed, [texts[i] for i in half])
+                   for e, half in zip(self.embedders, halves, strict=True)]
+        out = np.empty((len(texts), self.embedders[0].dim), dtype=np.float32)
+        for half, future in zip(halves, futures, strict=True):
+            if half:
+                out[half] = future.result()
+        return out
+
+
+def _configurations() -> dict[str, object]:
+    from ingest.embed import OnnxMiniLM
+
+    def minilm(**kwargs):
+        batch = kwargs.pop("batch", None)
+        embedder = OnnxMiniLM(int8=True, cache_dir=Path(CACHE), **kwargs)
+        if batch:
+            embedder.batch_size = batch
+        embedder.warm_up()
+        return embedder
+
+    return {
+        "today: 2 threads, batch 32, opt all": minilm(threads=2),
+        # The same configuration again, its own object: how far apart two identical rows land
+        # is the noise floor of this run (so is batch 16 vs 32 vs 64 page by page: a page has
+        # fewer chunks than that).
+        "today again (noise control)": minilm(threads=2),
+        "1 thread": minilm(threads=1),
+        "opt basic": minilm(threads=2, optimization="basic"),
+        "opt extended": minilm(threads=2, optimization="extended"),
+        "batch 8": minilm(threads=2, batch=8),
+        "batch 16": minilm(threads=2, batch=16),
+        "batch 64": minilm(threads=2, batch=64),
+        "token budget 2048": _TokenBudget(minilm(threads=2, batch=64), 2048),
+        "token budget 4096": _TokenBudget(minilm(threads=2, batch=64), 4096),
+        "2 sessions x 1 thread": _SideBySide([minilm(threads=1), minilm(threads=1)]),
+    }
+
+
+def bench_configurations(quick: bool) -> list[dict]:
+    pages = fastapi_pages(12 if quick else 30)
+    texts = [t for page in pages for t in page]
+    configs = _configurations()
+    rounds = 2 if quick else 3
+    per_page: dict[str, list[float]] = {name: [] for name in configs}
+    at_once: dict[str, list[float]] = {name: [] for name in configs}
+    names = list(configs)
+    for round_no in range(rounds):
+        for name in (names if round_no % 2 == 0 else names[::-1]):
+            embedder = configs[name]
+            started = time.perf_counter()
+            for page in pages:
+                embedder.embed(page)
+            per_page[name].append(len(texts) / (time.perf_counter() - started))
+            started = time.perf_counter()
+            embedder.embed(texts)
+            at_once[name].append(len(texts) / (time.perf_counter() - started))
+    today = float(np.median(per_page[names[0]]))
+    rows = []
+    for name in names:
+        page_rate, all_rate = float(np.median(per_page[name])), float(np.median(at_once[name]))
+        rows.append({"configuration": name, "pages": len(pages), "chunks": len(texts), "rounds": rounds,
+                     "per_page_chunks_per_s": round(page_rate, 1), "vs_today": round(page_rate / today, 2),
+                     "all_at_once_chunks_per_s": round(all_rate, 1),
+                     "per_page_runs": [round(r, 1) for r in per_page[name]]})
+    return rows
+
+
 def run(quick: bool = False) -> dict:
+    configurations = bench_configurations(quick)
+    print_table("Embedding configurations, int8 MiniLM, real fastapi-fixture chunks (page by page as a crawl "
+                "embeds them, and all at once), medians of interleaved rounds", configurations,
+                ["configuration", "pages", "chunks", "rounds", "per_page_chunks_per_s", "vs_today",
+                 "all_at_once_chunks_per_s"])
     spinning = bench_spinning(quick)
     print_table("Query embedding + hybrid search (10k chunks), onnxruntime spin-waiting on vs off, "
                 "interleaved processes", spinning,
                 ["load", "spinning", "rounds", "n", "embed_p50_ms", "embed_p95_ms", "embed_search_p50_ms",
                  "embed_search_p95_ms", "median_round_p95_ms"])
-    return {"spinning": spinning, "cpus": os.cpu_count()}
+    return {"configurations": configurations, "spinning": spinning, "cpus": os.cpu_count()}
