@@ -377,7 +377,11 @@ def fault_corrupt_wal(h: Harness, index: int, rng: random.Random) -> Run:
     run = Run()
     fd, process = h.start_crawl(f"wal-{index}")
     wal = Path(f"{fd.db('t')}-wal")
-    h.wait_for_progress(run, fd, process, rng, upto=0.9)
+    h.wait_for_progress(run, fd, process, rng, upto=0.9, jitter=0.0)
+    # Then the moment the -wal holds frames (it is empty between checkpoints): a corrupt WAL needs one.
+    deadline = time.monotonic() + 20
+    while process.poll() is None and time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 32):
+        time.sleep(0.005)
     kill9(process)
     if not wal.exists() or wal.stat().st_size <= 32:
         run.note("wal", "empty at the kill")
