@@ -1,5 +1,5 @@
-"""The one-way flow (DESIGN.md): store imports neither ingest nor app; ingest never imports app; the
-route modules never import the app factory that imports them."""
+"""The one-way flow (DESIGN.md): store imports neither ingest nor app; ingest never imports app; app
+imports only the listed ingest modules; the route modules never import the app factory that imports them."""
 
 from __future__ import annotations
 
@@ -27,6 +27,61 @@ def imported_modules(path: Path) -> set[str]:
 
 def imported_packages(path: Path) -> set[str]:
     return {name.split(".")[0] for name in imported_modules(path)}
+
+
+# The ingest modules app/ may import, each with why (issue 12): app serves answers and starts crawls, so
+# it reaches into ingest only for the crawl entry points and for pieces both sides must share so a
+# question is treated as the pages were. A new entry needs a reason; an unused one is taken off.
+APP_MAY_IMPORT_FROM_INGEST = {
+    "ingest.chunk": "sentence splitting and chunk embedding text: extractive answers, reindex, eval match indexing",
+    "ingest.clean": "BEIR evaluation cleans corpus documents as a crawl would",
+    "ingest.crawl.netguard": "outgoing webhooks use the crawler's SSRF guard",
+    "ingest.crawl.urls": "the console says why a page was never reached with the crawler's own UrlPolicy",
+    "ingest.document": "BEIR evaluation builds Documents from corpus entries",
+    "ingest.embed": "questions are embedded by the same embedder object as documents (DESIGN.md)",
+    "ingest.facts": "the visitor's page JSON-LD is worded as facts the way indexed pages' are",
+    "ingest.folder": "the CLI indexes a folder of HTML files",
+    "ingest.indexer": "BEIR evaluation indexes through the real indexer",
+    "ingest.injection": "sources are stripped of prompt-injection markers before the prompt",
+    "ingest.lang": "a question's language is identified by the detector that tagged the pages",
+    "ingest.pipeline": "the CLI, admin API and console start crawls",
+    "ingest.scheduler": "the app's lifespan runs the crawl jobs",
+}
+
+
+def imported_ingest_modules(path: Path) -> set[str]:
+    """The ingest modules a file imports: each imported name resolved to the module file or package that
+    defines it (`from ingest.chunk import Chunk` is ingest.chunk), a package dropped when the file
+    imports only submodules from it (`from ingest import clean`)."""
+    found = set()
+    for name in imported_modules(path):
+        if name.split(".")[0] != "ingest":
+            continue
+        parts = name.split(".")
+        while len(parts) > 1 and not (ROOT.joinpath(*parts).with_suffix(".py").is_file()
+                                      or (ROOT.joinpath(*parts) / "__init__.py").is_file()):
+            parts.pop()
+        found.add(".".join(parts))
+    return {module for module in found if not any(other.startswith(module + ".") for other in found)}
+
+
+def test_app_imports_only_the_listed_ingest_modules():
+    used: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "app").rglob("*.py")):
+        for module in imported_ingest_modules(path):
+            used.setdefault(module, []).append(str(path.relative_to(ROOT)))
+    unlisted = {module: files for module, files in used.items() if module not in APP_MAY_IMPORT_FROM_INGEST}
+    assert unlisted == {}, "app imports ingest modules not in APP_MAY_IMPORT_FROM_INGEST (add each with why)"
+    unused = sorted(set(APP_MAY_IMPORT_FROM_INGEST) - set(used))
+    assert unused == [], "listed in APP_MAY_IMPORT_FROM_INGEST but no longer imported by app: take them off"
+
+
+def test_the_ingest_import_check_sees_imports(tmp_path):
+    # The check above must resolve names to modules, or an empty "unlisted" proves nothing.
+    source = tmp_path / "m.py"
+    source.write_text("from ingest import clean\nfrom ingest.chunk import Chunk\nimport ingest.crawl.urls\n"
+                      "def f():\n    from ingest.facts import facts_from_jsonld\n")
+    assert imported_ingest_modules(source) == {"ingest.clean", "ingest.chunk", "ingest.crawl.urls", "ingest.facts"}
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
