@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Collection
@@ -73,20 +74,37 @@ def detect_language(
     """
     if len(_WORD.findall(text[:2000])) < min_words:
         return _function_word_vote(text, prefer) or default if prefer else default
+    text = text[:2000]
+    # Short texts (visitors' questions, asked again and again) keep their guess: ~15 ms of
+    # langdetect each time otherwise. Seeded langdetect gives a text the same guess every time.
+    guess = _cached_guess(text) if len(text) <= _CACHED_LENGTH else _guess(text)
+    if guess is None:
+        return default
+    lang, prob = primary_subtag(guess[0]), guess[1]
+    if prefer and (lang not in prefer or prob < min_prob):
+        # Overruling a confident detection takes two function words, not one shared "a".
+        voted = _function_word_vote(text, prefer, at_least=2 if prob >= min_prob else 1)
+        if voted:
+            return voted
+    if prob < min_prob:
+        return default
+    return lang or default
+
+
+_CACHED_LENGTH = 500
+
+
+def _guess(text: str) -> tuple[str, float] | None:
+    """langdetect's most likely language of `text` and its probability, or None."""
     _init()
     from langdetect import detect_langs
     from langdetect.lang_detect_exception import LangDetectException
 
     try:
-        best = detect_langs(text[:2000])[0]
+        best = detect_langs(text)[0]
     except LangDetectException:
-        return default
-    lang = primary_subtag(best.lang)
-    if prefer and (lang not in prefer or best.prob < min_prob):
-        # Overruling a confident detection takes two function words, not one shared "a".
-        voted = _function_word_vote(text, prefer, at_least=2 if best.prob >= min_prob else 1)
-        if voted:
-            return voted
-    if best.prob < min_prob:
-        return default
-    return lang or default
+        return None
+    return best.lang, best.prob
+
+
+_cached_guess = functools.lru_cache(maxsize=4096)(_guess)

@@ -63,3 +63,16 @@ def test_short_questions_fall_back_to_the_page_language():
     page = PageContext(url="https://x.test/es/", lang="es-ES")
     assert question_language("horario", page) == "es"
     assert question_language("hola", None, "", {"en", "es"}) == "en"  # too short, nothing to go on
+
+
+def test_a_question_asked_again_gets_the_same_language_from_the_cache():
+    from ingest import lang
+
+    questions = ["comment installer un paquet python", "tenéis zumo de naranja natural",
+                 "how do I upload my package to test pypi"]
+    first = [detect_language(q, default="en", min_words=3, min_prob=0.9) for q in questions]
+    hits = lang._cached_guess.cache_info().hits
+    again = [detect_language(q, default="en", min_words=3, min_prob=0.9) for q in questions]
+    assert again == first and first[0] == "fr" and first[2] == "en"
+    assert lang._cached_guess.cache_info().hits >= hits + len(questions)
+    assert [lang._guess(q) for q in questions] == [lang._cached_guess(q) for q in questions]
