@@ -27,8 +27,10 @@ run: setup
 test: setup system assets
 	$(PY) -m pytest -q $(PYTEST_ARGS); rc=$$?; if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
+# mypy checks the packages named in pyproject.toml's [tool.mypy] (tests/test_typing.py runs it in CI).
 lint: setup
 	$(VENV)/bin/ruff check app ingest store tests
+	$(VENV)/bin/mypy
 
 bench: setup
 	$(PY) -m tests.bench
