@@ -9,6 +9,8 @@ import time
 import apsw
 import msgspec
 
+from store.connect import Row, all_rows, one_row
+
 
 class Day(msgspec.Struct, kw_only=True):
     day: str
@@ -90,11 +92,11 @@ def _percentile(values: list[float], share: float) -> float | None:
 
 def summary(conn: apsw.Connection, days: int = 30, now: float | None = None) -> Summary:
     since = _since(days, now)
-    questions, answered, up, down, deflected, curated, chats = conn.execute(
+    questions, answered, up, down, deflected, curated, chats = one_row(conn.execute(
         "SELECT count(*), coalesce(sum(answered), 0), coalesce(sum(feedback = 1), 0), "
         "coalesce(sum(feedback = -1), 0), coalesce(sum(answered AND coalesce(feedback, 0) != -1), 0), "
         "coalesce(sum(source = 'curated'), 0), count(DISTINCT conversation_id) FROM messages WHERE created_at >= ?",
-        (since,)).fetchone()
+        (since,)))
     ttfts = [r[0] for r in conn.execute(
         "SELECT ttft_ms FROM messages WHERE created_at >= ? AND ttft_ms IS NOT NULL", (since,))]
     return Summary(
@@ -109,7 +111,7 @@ def summary(conn: apsw.Connection, days: int = 30, now: float | None = None) -> 
 def top_questions(conn: apsw.Connection, days: int = 30, limit: int = 10,
                   now: float | None = None) -> list[TopQuestion]:
     """The most asked questions (case and surrounding space ignored), most asked first."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT min(question), count(*), sum(answered), max(created_at) FROM messages WHERE created_at >= ? "
         "GROUP BY lower(trim(question)) ORDER BY count(*) DESC, max(created_at) DESC LIMIT ?",
         (_since(days, now), limit)).fetchall()
@@ -118,7 +120,7 @@ def top_questions(conn: apsw.Connection, days: int = 30, limit: int = 10,
 
 def missing_pages(conn: apsw.Connection, limit: int = 500) -> list[MissingPage]:
     """Sitemap URLs that are not an indexed page, each with the reason the crawler recorded."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT s.url, p.status, p.gone_reason, p.http_status, "
         "(SELECT p2.url FROM pages p2 "
         " WHERE p2.fetched_url = s.url AND p2.status = 'active' AND p2.url != s.url LIMIT 1), "
@@ -152,7 +154,7 @@ def last_skipped(conn: apsw.Connection) -> dict[str, int]:
 
 def sitemap_pages_never_cited(conn: apsw.Connection, limit: int = 500) -> list[PageUse]:
     """Sitemap pages that are indexed but no answer has ever cited."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT s.url, coalesce(p.title, '') FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active' "
         "WHERE NOT EXISTS (SELECT 1 FROM citations c WHERE c.url = s.url) ORDER BY s.url LIMIT ?",
         (limit,)).fetchall()
@@ -161,8 +163,8 @@ def sitemap_pages_never_cited(conn: apsw.Connection, limit: int = 500) -> list[P
 
 def languages(conn: apsw.Connection) -> dict[str, int]:
     """Active pages by language."""
-    return dict(conn.execute(
-        "SELECT lang, count(*) FROM pages WHERE status = 'active' GROUP BY lang ORDER BY count(*) DESC").fetchall())
+    return dict(all_rows(conn.execute(
+        "SELECT lang, count(*) FROM pages WHERE status = 'active' GROUP BY lang ORDER BY count(*) DESC")))
 
 
 class CrawlRun(msgspec.Struct, kw_only=True):
@@ -195,12 +197,12 @@ def crawl_errors(conn: apsw.Connection, run_id: int, limit: int = 100) -> list[C
 
 def last_done(conn: apsw.Connection) -> dict[str, float]:
     """When each kind of crawl (delta, full …) last finished successfully started."""
-    return dict(conn.execute(
-        "SELECT kind, max(started_at) FROM crawl_runs WHERE status = 'done' GROUP BY kind").fetchall())
+    return dict(all_rows(conn.execute(
+        "SELECT kind, max(started_at) FROM crawl_runs WHERE status = 'done' GROUP BY kind")))
 
 
 def last_run_errors(conn: apsw.Connection) -> dict[str, int]:
     """The most recent crawl run's errors, counted by reason."""
-    return dict(conn.execute(
+    return dict(all_rows(conn.execute(
         "SELECT reason, count(*) FROM crawl_errors WHERE run_id = (SELECT max(id) FROM crawl_runs) GROUP BY reason"
-    ).fetchall())
+    )))

@@ -18,7 +18,13 @@ import apsw
 import msgspec
 
 from store import migrations
-from store.connect import BUSY_TIMEOUT_MS, check_is_sqlite, load_sqlite_vec, storage_error
+from store.connect import (
+    BUSY_TIMEOUT_MS,
+    check_is_sqlite,
+    load_sqlite_vec,
+    one_row,
+    storage_error,
+)
 from store.errors import (
     BackupFailed,
     InvalidInput,
@@ -140,7 +146,8 @@ def _copy_pages(source: apsw.Connection, target: apsw.Connection, pages_per_step
             last_remaining = job.remaining
             if not job.done:
                 time.sleep(pause)
-        return job.page_count, restarts
+        copied = job.page_count
+    return copied, restarts
 
 
 def backup(source: Tenant | Path | str, dest: Path | str, *, pages_per_step: int = PAGES_PER_STEP,
@@ -256,7 +263,7 @@ def verify(path: Path | str, expected_tenant_id: str | None = None, embedder_id:
         problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
         if problems != ["ok"]:
             raise NotADatabase(f"{path.name} failed the integrity check: {'; '.join(problems[:3])}")
-        count = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+        count = lambda sql: one_row(conn.execute(sql))[0]  # noqa: E731
         return VerifyInfo(
             path=str(path), tenant_id=meta["tenant_id"], schema_version=version,
             embedder_id=meta["embedder_id"], embedder_dim=stored_dim,

@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 import apsw.bestpractice  # noqa: F401  (documents where the steps below come from)
@@ -15,6 +16,23 @@ import sqlite_vec
 from store.errors import NotADatabase, StoreError
 
 BUSY_TIMEOUT_MS = 5000
+
+Row = tuple[Any, ...]
+"""A result row as store code reads it. apsw types a column as any SQLite value; its real type is the
+column's in the schema (store/migrations.py), which a type checker cannot see from the SQL text."""
+
+
+def all_rows(cursor: apsw.Cursor) -> list[Row]:
+    """`cursor.fetchall()`, typed as rows whose columns have their schema types."""
+    return cursor.fetchall()
+
+
+def one_row(cursor: apsw.Cursor) -> Row:
+    """The row of a query that always returns exactly one: an aggregate without GROUP BY, a PRAGMA
+    reading a setting."""
+    row = cursor.fetchone()
+    assert row is not None, "an aggregate query or a PRAGMA returns one row"
+    return row
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
 

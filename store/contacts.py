@@ -10,6 +10,8 @@ from collections.abc import Iterable
 
 import apsw
 
+from store.connect import Row
+
 
 def site_contacts(conn: apsw.Connection) -> list[str]:
     """Every learned contact point, as published ("+1-207-555-0148", "hello@example.com")."""
@@ -42,7 +44,7 @@ def forget_site_contacts(conn: apsw.Connection) -> int:
 def pages_with_placeholders(conn: apsw.Connection) -> list[str]:
     """Active pages whose indexed text had a phone number or address scrubbed: the ones to index
     again once the site's own contact points are known."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT DISTINCT p.url FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
         "JOIN chunks c ON c.id = pc.chunk_id WHERE p.status = 'active' "
         "AND (c.text LIKE '%[phone]%' OR c.text LIKE '%[email]%') ORDER BY p.url"

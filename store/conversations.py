@@ -9,6 +9,7 @@ import apsw
 import msgspec
 import numpy as np
 
+from store.connect import Row, one_row
 from store.errors import NotFound
 
 
@@ -87,7 +88,7 @@ def set_feedback(conn: apsw.Connection, message_id: str, rating: int, conversati
 
 
 def history(conn: apsw.Connection, conversation_id: str, limit: int = 3) -> list[tuple[str, str]]:
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT question, answer FROM messages WHERE conversation_id = ? ORDER BY created_at DESC LIMIT ?",
         (conversation_id, limit),
     ).fetchall()
@@ -106,7 +107,7 @@ class Gap(msgspec.Struct, kw_only=True):
 
 def gaps(conn: apsw.Connection, *, limit: int = 100, group_threshold: float = 0.8) -> list[Gap]:
     """Unanswered questions, similar ones grouped (embedding cosine ≥ threshold), most asked first."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT question, count, last_at, first_at, lang, best_score, embedding FROM gaps ORDER BY last_at DESC LIMIT 2000"
     ).fetchall()
     groups: list[tuple[Gap, np.ndarray | None]] = []
@@ -128,7 +129,7 @@ def gaps(conn: apsw.Connection, *, limit: int = 100, group_threshold: float = 0.
 
 
 def conversations(conn: apsw.Connection, *, limit: int = 50, offset: int = 0) -> list[dict]:
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT id, created_at, last_at, page_url, lang FROM conversations ORDER BY last_at DESC LIMIT ? OFFSET ?",
         (limit, offset),
     ).fetchall()
@@ -190,7 +191,7 @@ def _gap_row(r) -> GapRow:
 
 def open_gaps(conn: apsw.Connection, limit: int = 1000) -> list[GapRow]:
     """Unresolved gaps (and resolved ones asked again, unanswered, after they were resolved)."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT {_GAP_COLUMNS} FROM gaps "
         "WHERE resolved_at IS NULL OR last_at > resolved_at ORDER BY count DESC, last_at DESC LIMIT ?",
         (limit,)).fetchall()
@@ -202,7 +203,7 @@ def gaps_by_id(conn: apsw.Connection, ids: list[int]) -> list[GapRow]:
     if not wanted:
         return []
     marks = ",".join("?" * len(wanted))
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT {_GAP_COLUMNS} FROM gaps "
         f"WHERE id IN ({marks}) ORDER BY count DESC, last_at DESC", wanted).fetchall()
     return [_gap_row(r) for r in rows]
@@ -261,7 +262,7 @@ def conversation_views(conn: apsw.Connection, *, unanswered: bool = False, thumb
         "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.answered = 0)" if unanswered else "",
         "EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.feedback = -1)" if thumbs_down else "",
     ])) or "1"
-    total = conn.execute(f"SELECT count(*) FROM conversations c WHERE {where}").fetchone()[0]
+    total = one_row(conn.execute(f"SELECT count(*) FROM conversations c WHERE {where}"))[0]
     found = [ConversationView(id=r[0], created_at=r[1], last_at=r[2], page_url=r[3], lang=r[4]) for r in conn.execute(
         f"SELECT id, created_at, last_at, page_url, lang FROM conversations c WHERE {where} "
         "ORDER BY last_at DESC LIMIT ? OFFSET ?", (limit, offset))]

@@ -13,6 +13,8 @@ import time
 import apsw
 import msgspec
 
+from store.connect import Row, all_rows
+
 
 class ManifestState(msgspec.Struct):
     """What the crawler needs to re-fetch a manifest conditionally."""
@@ -26,7 +28,7 @@ class ManifestState(msgspec.Struct):
 
 
 def manifest_states(conn: apsw.Connection) -> dict[str, ManifestState]:
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT url, etag, last_modified, content_hash, status, actions FROM site_manifest"
     ).fetchall()
     return {row[0]: ManifestState(*row) for row in rows}
@@ -93,10 +95,10 @@ def manifest_actions(conn: apsw.Connection) -> list[dict]:
 
 def manifest_flags(conn: apsw.Connection) -> list[dict]:
     """Manifests with passages kept out as prompt injection: {"url", "flags": [...]}."""
-    rows = conn.execute("SELECT url, flags FROM site_manifest WHERE flags != '[]' ORDER BY url").fetchall()
+    rows: list[Row] = conn.execute("SELECT url, flags FROM site_manifest WHERE flags != '[]' ORDER BY url").fetchall()
     return [{"url": url, "flags": json.loads(flags)} for url, flags in rows]
 
 
 def site_actions(conn: apsw.Connection) -> list[tuple[str, str, str, str]]:
     """(name, label, selector, url) of every site-wide action (those on no page)."""
-    return conn.execute("SELECT name, label, selector, url FROM actions WHERE page_id IS NULL").fetchall()
+    return all_rows(conn.execute("SELECT name, label, selector, url FROM actions WHERE page_id IS NULL"))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import apsw
 
+from store.connect import all_rows
 from store.errors import ModelMismatch, SchemaTooNew
 
 Migration = Callable[[apsw.Connection, int], None]
@@ -402,7 +403,7 @@ def read_meta(conn: apsw.Connection) -> dict[str, str]:
     exists = conn.execute("SELECT 1 FROM sqlite_schema WHERE type='table' AND name='meta'").fetchone()
     if not exists:
         return {}
-    return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    return dict(all_rows(conn.execute("SELECT key, value FROM meta")))
 
 
 def set_meta(conn: apsw.Connection, **values: object) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import apsw
 import msgspec
 
+from store.connect import all_rows
+
 
 class ContentChunk(msgspec.Struct, kw_only=True):
     heading_path: list[str]
@@ -69,14 +71,14 @@ def page_actions(conn: apsw.Connection, urls: list[str], limit: int = 10) -> lis
     if not urls:
         return []
     marks = ",".join("?" * len(urls))
-    return conn.execute(
+    return all_rows(conn.execute(
         f"SELECT a.name, a.label, a.selector, a.url FROM actions a JOIN pages p ON p.id = a.page_id "
         f"WHERE p.url IN ({marks}) AND p.status = 'active' LIMIT ?", [*urls, limit]
-    ).fetchall()
+    ))
 
 
 def chunk_pages(conn: apsw.Connection) -> list[tuple[int, str]]:
     """(chunk id, page url) for every chunk of every active page, pages in id order."""
-    return conn.execute(
+    return all_rows(conn.execute(
         "SELECT pc.chunk_id, p.url FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
-        "WHERE p.status = 'active' ORDER BY p.id").fetchall()
+        "WHERE p.status = 'active' ORDER BY p.id"))

@@ -16,6 +16,7 @@ import apsw
 import msgspec
 import numpy as np
 
+from store.connect import Row, all_rows, one_row
 from store.manifests import manifest_flags
 from store.search import cosine_similarities
 
@@ -239,7 +240,7 @@ def mark_fetched(conn: apsw.Connection, url: str, *, etag: str | None, last_modi
 
 
 def page_states(conn: apsw.Connection) -> dict[str, PageState]:
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT id, url, status, etag, last_modified, sitemap_lastmod, content_hash FROM pages"
     ).fetchall()
     return {r[1]: PageState(*r) for r in rows}
@@ -252,7 +253,7 @@ def page_html(conn: apsw.Connection, page_id: int) -> tuple[bytes, str | None] |
 
 def unscrubbed_html(conn: apsw.Connection, limit: int = 100) -> list[tuple[int, bytes, str | None]]:
     """Raw-cache rows written before the cache was scrubbed (schema 5): (page id, html, encoding)."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT page_id, html, encoding FROM page_html WHERE scrubbed = 0 ORDER BY page_id LIMIT ?", (limit,)
     ).fetchall()
     return [(page_id, zlib.decompress(html), encoding) for page_id, html, encoding in rows]
@@ -263,7 +264,7 @@ def replace_html(conn: apsw.Connection, rows: Iterable[tuple[int, bytes, str | N
 
     SQLite's secure_delete is on while the old rows are overwritten, so the pages they freed are
     zeroed rather than left in the file (and in every later backup) for anyone to read."""
-    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    previous = one_row(conn.execute("PRAGMA secure_delete"))[0]
     conn.execute("PRAGMA secure_delete = 1")
     try:
         conn.executemany(
@@ -297,7 +298,7 @@ class Stats(msgspec.Struct):
 
 
 def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
-    one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    one = lambda sql: one_row(conn.execute(sql))[0]  # noqa: E731
     last = conn.execute(
         "SELECT id, kind, started_at, finished_at, status, summary FROM crawl_runs ORDER BY id DESC LIMIT 1"
     ).fetchone()
@@ -309,8 +310,8 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
         facts=one("SELECT count(*) FROM facts"),
         forms=one("SELECT count(*) FROM forms"),
         actions=one("SELECT count(*) FROM actions"),
-        by_kind=dict(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind").fetchall()),
-        by_lang=dict(conn.execute("SELECT lang, count(*) FROM chunks GROUP BY lang").fetchall()),
+        by_kind=dict(all_rows(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind"))),
+        by_lang=dict(all_rows(conn.execute("SELECT lang, count(*) FROM chunks GROUP BY lang"))),
         file_bytes=file_bytes,
         last_crawl=(
             {"id": last[0], "kind": last[1], "started_at": last[2], "finished_at": last[3],
@@ -329,7 +330,7 @@ def flagged_pages(conn: apsw.Connection, limit: int = 50) -> dict:
     """For the site owner: active pages with passages kept out of the index as prompt injection,
     how many by reason, and the pages (most flags first) with each passage and where it was."""
     live = "FROM page_flags f JOIN pages p ON p.id = f.page_id AND p.status = 'active'"
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT p.id, p.url, p.title, f.reason, f.location, f.text {live} "
         "ORDER BY (SELECT count(*) FROM page_flags g WHERE g.page_id = p.id) DESC, p.url, f.id"
     ).fetchall()
@@ -346,7 +347,7 @@ def flagged_pages(conn: apsw.Connection, limit: int = 50) -> dict:
         for reason in reasons.split(","):
             by_reason[reason] = by_reason.get(reason, 0) + 1
     return {
-        "pages": conn.execute(f"SELECT count(DISTINCT f.page_id) {live}").fetchone()[0],
+        "pages": one_row(conn.execute(f"SELECT count(DISTINCT f.page_id) {live}"))[0],
         "flags": len(rows),
         "by_reason": by_reason,
         "flagged_pages": list(pages.values()),
@@ -372,7 +373,7 @@ def page_passages(conn: apsw.Connection, url: str, limit: int = 40,
     """An active page's chunks in page order: the whole page an answer may quote from when one of
     its passages was retrieved. With the question's `vector`, each passage carries its similarity
     to it (from the stored vectors: no embedding), so the answer knows which section is about it."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT c.id, c.text, c.kind, pc.heading_path FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
         "JOIN chunks c ON c.id = pc.chunk_id WHERE p.url = ? AND p.status = 'active' "
         "ORDER BY pc.position LIMIT ?", (url, limit)).fetchall()
@@ -417,12 +418,12 @@ def render_stats(conn: apsw.Connection, limit: int = 100) -> dict:
     out), and the rendered or failed pages themselves, newest first, up to ``limit``."""
     live = ("FROM render_decisions r LEFT JOIN pages p ON p.url = r.url "
             "WHERE p.status IS NULL OR p.status = 'active'")
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT r.url, r.decision, r.reason, r.render_ms, r.requests, r.blocked {live} "
         "AND r.decision != 'static' ORDER BY r.at DESC LIMIT ?", (limit,)).fetchall()
     return {
-        "by_decision": dict(conn.execute(f"SELECT r.decision, count(*) {live} GROUP BY r.decision").fetchall()),
-        "by_reason": dict(conn.execute(f"SELECT r.reason, count(*) {live} GROUP BY r.reason").fetchall()),
+        "by_decision": dict(all_rows(conn.execute(f"SELECT r.decision, count(*) {live} GROUP BY r.decision"))),
+        "by_reason": dict(all_rows(conn.execute(f"SELECT r.reason, count(*) {live} GROUP BY r.reason"))),
         "pages": [{"url": url, "decision": decision, "reason": reason, "render_ms": ms, "requests": requests,
                    "blocked": json.loads(blocked)} for url, decision, reason, ms, requests, blocked in rows],
     }
@@ -474,8 +475,8 @@ class JunkSummary(msgspec.Struct):
 
 
 def junk_summary(conn: apsw.Connection, families: int = 10) -> JunkSummary:
-    by_reason = dict(conn.execute("SELECT reason, count(*) FROM junk_urls GROUP BY reason").fetchall())
-    rows = conn.execute(
+    by_reason: dict[str, int] = dict(all_rows(conn.execute("SELECT reason, count(*) FROM junk_urls GROUP BY reason")))
+    rows: list[Row] = conn.execute(
         "SELECT family, reason, count(*), sum(fetched), max(detail), min(url) FROM junk_urls "
         "GROUP BY family, reason ORDER BY count(*) DESC, family LIMIT ?", (families,)).fetchall()
     return JunkSummary(
@@ -495,4 +496,4 @@ def junk_reason(conn: apsw.Connection, url: str) -> JunkUrl | None:
 def junk_families(conn: apsw.Connection) -> dict[str, str]:
     """Family → reason of every URL family recorded as junk: a delta crawl refuses their URLs
     without fetching them again (a full crawl judges afresh)."""
-    return dict(conn.execute("SELECT family, min(reason) FROM junk_urls GROUP BY family").fetchall())
+    return dict(all_rows(conn.execute("SELECT family, min(reason) FROM junk_urls GROUP BY family")))

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import apsw
 
+from store.connect import Row, all_rows, one_row
 from store.migrations import create_chunk_vec
 
 ChunkText = tuple[int, str, str, str]
@@ -34,29 +35,29 @@ def stage_vectors(conn: apsw.Connection, fingerprint: str, vectors: Iterable[tup
 
 def staging_progress(conn: apsw.Connection) -> tuple[int, int]:
     """(chunks in the file, chunks with a staged vector)."""
-    total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-    done = conn.execute("SELECT count(*) FROM reindex_vectors r JOIN chunks c ON c.id = r.chunk_id").fetchone()[0]
+    total = one_row(conn.execute("SELECT count(*) FROM chunks"))[0]
+    done = one_row(conn.execute("SELECT count(*) FROM reindex_vectors r JOIN chunks c ON c.id = r.chunk_id"))[0]
     return total, done
 
 
 def unstaged_chunks(conn: apsw.Connection, after_id: int, limit: int) -> list[ChunkText]:
     """The next `limit` chunks after `after_id`, in id order, that have no staged vector."""
-    return conn.execute(
+    return all_rows(conn.execute(
         "SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE c.id > ? AND NOT EXISTS "
         "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id) ORDER BY c.id LIMIT ?", (after_id, limit)
-    ).fetchall()
+    ))
 
 
 def all_unstaged_chunks(conn: apsw.Connection) -> list[ChunkText]:
     """Every chunk without a staged vector (those a crawl added while the batches ran)."""
-    return conn.execute("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE NOT EXISTS "
-                        "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id)").fetchall()
+    return all_rows(conn.execute("SELECT c.id, c.title, c.heading, c.text FROM chunks c WHERE NOT EXISTS "
+                        "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id)"))
 
 
 def questions_to_embed(conn: apsw.Connection) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """(id, question) of every curated answer, and of every gap that has a vector."""
-    curated = conn.execute("SELECT id, question FROM curated").fetchall()
-    gaps = conn.execute("SELECT id, question FROM gaps WHERE embedding IS NOT NULL").fetchall()
+    curated: list[Row] = conn.execute("SELECT id, question FROM curated").fetchall()
+    gaps: list[Row] = conn.execute("SELECT id, question FROM gaps WHERE embedding IS NOT NULL").fetchall()
     return curated, gaps
 
 
@@ -69,7 +70,7 @@ def swap_in(conn: apsw.Connection, dim: int, curated: Iterable[tuple[int, bytes]
     create_chunk_vec(conn, dim)
     conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT c.id, r.embedding, c.kind, c.lang "
                  "FROM chunks c JOIN reindex_vectors r ON r.chunk_id = c.id")
-    chunks = conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]
+    chunks = one_row(conn.execute("SELECT count(*) FROM chunk_vec"))[0]
     conn.executemany("UPDATE curated SET embedding = ? WHERE id = ?", [(blob, i) for i, blob in curated])
     conn.executemany("UPDATE gaps SET embedding = ? WHERE id = ?", [(blob, i) for i, blob in gaps])
     return chunks

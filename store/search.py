@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 
 from store import vector_index
-from store.connect import time_limit
+from store.connect import Row, all_rows, one_row, time_limit
 from store.errors import BackendUnavailable, InvalidQuery
 
 Mode = Literal["hybrid", "bm25", "dense"]
@@ -145,7 +145,7 @@ def content_terms(text: str) -> list[str]:
 
 
 def chunk_count(conn: apsw.Connection) -> int:
-    (count,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    (count,) = one_row(conn.execute("SELECT count(*) FROM chunks"))
     return int(count)
 
 
@@ -155,9 +155,9 @@ def chunk_languages(conn: apsw.Connection) -> set[str]:
 
 def _matches_at_least(conn: apsw.Connection, match: str, limit: int) -> bool:
     """Whether the FTS expression `match` matches `limit` chunks; stops reading there."""
-    (found,) = conn.execute(
+    (found,) = one_row(conn.execute(
         "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)", (match, limit)
-    ).fetchone()
+    ))
     return found >= limit
 
 
@@ -194,9 +194,9 @@ def document_counts(conn: apsw.Connection, terms: list[str], cap: int = 1000) ->
     rarity that weighs a question's words (a word in every chunk says little)."""
     counts = {}
     for term in terms:
-        (found,) = conn.execute(
+        (found,) = one_row(conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM chunk_fts WHERE chunk_fts MATCH ? LIMIT ?)",
-            ('"' + term.replace('"', '""') + '"', cap)).fetchone()
+            ('"' + term.replace('"', '""') + '"', cap)))
         counts[term] = int(found)
     return counts
 
@@ -240,7 +240,7 @@ def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filte
     if not query:
         return query, []
     where, args = _filter_sql(filters, "chunk_fts.rowid")
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT rowid, bm25(chunk_fts, ?, ?, 1.0) AS score FROM chunk_fts "
         f"WHERE chunk_fts MATCH ?{where} ORDER BY score LIMIT ?",
         [params.title_weight, params.heading_weight, query, *args, limit],
@@ -270,7 +270,7 @@ def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
             sql += (" AND rowid IN (SELECT pc.chunk_id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
                     "WHERE p.url >= ? AND p.url < ? AND p.status = 'active')")
             args += [low, high]
-    return [(int(r), float(d)) for r, d in conn.execute(sql, args).fetchall()]
+    return [(int(r), float(d)) for r, d in all_rows(conn.execute(sql, args))]
 
 
 def fuse(dense: list[tuple[int, float]], bm25: list[tuple[int, float]], params: FusionParams,
@@ -314,7 +314,7 @@ def cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: li
     if index is not None:  # vec0 answers `rowid IN (...)` by scanning: at 100k chunks, ~100 ms
         return index.similarities(vector, chunk_ids)
     marks = ",".join("?" * len(chunk_ids))
-    rows = conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({marks})", chunk_ids).fetchall()
+    rows: list[Row] = conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({marks})", chunk_ids).fetchall()
     query = np.asarray(vector, dtype=np.float32)
     return {int(r): float(np.frombuffer(blob, dtype=np.float32) @ query) for r, blob in rows}
 
@@ -389,10 +389,12 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     started = time.perf_counter()
     dense: list[tuple[int, float]] = []
     if mode != "bm25":
-        dense = dense_candidates(conn, vector, limit, filters)  # type: ignore[arg-type]
+        assert vector is not None  # search() refused a dense or hybrid search without one
+        dense = dense_candidates(conn, vector, limit, filters)
     timings["dense"] = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
-    query, lexical = ("", [])
+    query = ""
+    lexical: list[tuple[int, float]] = []
     if mode != "dense":
         query, lexical = bm25_candidates(conn, text, limit, filters, params)
     timings["bm25"] = (time.perf_counter() - started) * 1000

@@ -15,6 +15,8 @@ import threading
 import apsw
 import numpy as np
 
+from store.connect import Row, all_rows, one_row
+
 #: Tenants with fewer chunks use vec0's exact scan: fast enough, nothing to hold in memory.
 MIN_CHUNKS = 20_000
 #: Sign-bit candidates re-scored per result wanted (recall of the top 10 ~1.0 at this ratio).
@@ -78,13 +80,14 @@ _lock = threading.Lock()
 
 def _version(conn: apsw.Connection) -> str:
     """Changes whenever the tenant's content does (and when a file is replaced by another)."""
-    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'created_at')").fetchall())
+    meta: dict[str, str] = dict(all_rows(
+        conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'created_at')")))
     return f"{meta.get('created_at', '')}:{meta.get('generation', '0')}"
 
 
 def index_for(conn: apsw.Connection) -> VectorIndex | None:
     """The tenant's index for its current content, or None when vec0's exact scan is the way."""
-    count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    count = one_row(conn.execute("SELECT count(*) FROM chunks"))[0]
     if count < MIN_CHUNKS:
         return None
     key = conn.filename
@@ -96,7 +99,7 @@ def index_for(conn: apsw.Connection) -> VectorIndex | None:
         cached = _cache.get(key)
         if cached is not None and cached[0] == generation:
             return cached[1]
-        rows = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
+        rows: list[Row] = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
         names: dict[str, int] = {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)

@@ -9,6 +9,7 @@ import time
 import apsw
 import msgspec
 
+from store.connect import Row, all_rows, one_row
 from store.errors import InvalidInput, NotFound
 
 EVENTS = ("crawl.finished", "crawl.failed", "gap.new", "feedback.negative")
@@ -90,7 +91,7 @@ def _endpoint(row) -> Endpoint:
 def add_endpoint(conn: apsw.Connection, *, url: str, events: list[str], secret: str, description: str = "") -> int:
     """A new endpoint; gap.new starts after the gaps already recorded."""
     events = check_events(events)
-    cursor = conn.execute("SELECT coalesce(max(id), 0) FROM gaps").fetchone()[0]
+    cursor = one_row(conn.execute("SELECT coalesce(max(id), 0) FROM gaps"))[0]
     conn.execute(
         "INSERT INTO webhook_endpoints(url, secret, events, active, description, created_at, gap_cursor) "
         "VALUES (?, ?, ?, 1, ?, ?, ?)",
@@ -144,8 +145,9 @@ def enqueue(conn: apsw.Connection, event: str, event_id: str, body: str, *,
     """Queue one event for every active endpoint subscribed to it (or for one endpoint)."""
     now = time.time() if now is None else now
     ids = []
-    for row in conn.execute("SELECT id, events FROM webhook_endpoints WHERE active = 1 AND (? IS NULL OR id = ?)",
-                            (endpoint_id, endpoint_id)).fetchall():
+    for row in all_rows(conn.execute(
+            "SELECT id, events FROM webhook_endpoints WHERE active = 1 AND (? IS NULL OR id = ?)",
+            (endpoint_id, endpoint_id))):
         if endpoint_id is None and event not in json.loads(row[1]):
             continue
         conn.execute(
@@ -158,7 +160,7 @@ def enqueue(conn: apsw.Connection, event: str, event_id: str, body: str, *,
 def claim_due(conn: apsw.Connection, *, now: float, lease_seconds: float, limit: int = 20) -> list[DueDelivery]:
     """Deliveries whose time has come (or whose sender's lease ran out), leased to the caller.
     Call inside a write transaction: two processes never claim the same delivery."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT d.id, d.endpoint_id, e.url, e.secret, d.event_id, d.event, d.body, d.attempts "
         "FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id "
         "WHERE (d.status = 'pending' AND d.next_at <= ?) OR (d.status = 'sending' AND d.lease_until < ?) "
@@ -190,9 +192,9 @@ def record_attempt(conn: apsw.Connection, delivery_id: int, *, response_status: 
 
 def next_due(conn: apsw.Connection) -> float | None:
     """When the next pending delivery (or expired lease) is due; None when nothing waits."""
-    row = conn.execute(
+    row = one_row(conn.execute(
         "SELECT min(CASE status WHEN 'pending' THEN next_at ELSE lease_until END) FROM webhook_deliveries "
-        "WHERE status IN ('pending', 'sending')").fetchone()
+        "WHERE status IN ('pending', 'sending')"))
     return row[0]
 
 
@@ -203,7 +205,7 @@ _DELIVERY_COLUMNS = ("id, endpoint_id, event_id, event, status, attempts, next_a
 def deliveries(conn: apsw.Connection, endpoint_id: int | None = None, *, limit: int = 50,
                with_attempts: bool = True) -> list[Delivery]:
     """The delivery log, newest first, each with its attempts."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE ? IS NULL OR endpoint_id = ? "
         "ORDER BY id DESC LIMIT ?", (endpoint_id, endpoint_id, limit)).fetchall()
     result = [Delivery(id=r[0], endpoint_id=r[1], event_id=r[2], event=r[3], status=r[4], attempts=r[5],
@@ -219,7 +221,7 @@ def deliveries(conn: apsw.Connection, endpoint_id: int | None = None, *, limit: 
 
 def new_gaps(conn: apsw.Connection, endpoint_id: int, limit: int = 100) -> list[NewGap]:
     """Gaps recorded after the endpoint's cursor and not resolved: the next gap.new batch."""
-    rows = conn.execute(
+    rows: list[Row] = conn.execute(
         "SELECT g.id, g.question, g.lang, g.count, g.page_url, g.first_at FROM gaps g, webhook_endpoints e "
         "WHERE e.id = ? AND g.id > e.gap_cursor AND g.resolved_at IS NULL ORDER BY g.id LIMIT ?",
         (endpoint_id, limit)).fetchall()
