@@ -70,9 +70,9 @@ def decode_html(
     """
     if isinstance(html, str):
         return html
-    for bom, codec in _BOMS:
+    for bom, bom_codec in _BOMS:
         if html.startswith(bom):
-            return html[len(bom) :].decode(codec, "replace")
+            return html[len(bom) :].decode(bom_codec, "replace")
     if not html.isascii():
         try:
             return html.decode("utf-8")

@@ -163,7 +163,8 @@ def chunk_document(
         for text, tokens in packer.chunks:
             drafts.append((text, section.heading_path, tokens, section.kind))
 
-    structured = [(f.text, (doc.title, f.type), f.kind) for f in doc.facts if f.text.strip()]
+    structured: list[tuple[str, tuple[str, ...], str]] = [
+        (f.text, (doc.title, f.type), f.kind) for f in doc.facts if f.text.strip()]
     structured += [(form_text(f), (doc.title, "Form"), "form") for f in doc.forms]
     structured += [(action_text(a), (doc.title, "Action"), "action") for a in doc.actions]
     if structured:
@@ -178,7 +179,7 @@ def chunk_document(
             packer.flush()
             drafts.extend((t, path, n, kind) for t, n in packer.chunks)
 
-    chunks = []
+    chunks: list[Chunk] = []
     seen: set[str] = set()
     for text, path, tokens, kind in drafts:
         digest = content_hash(kind, text)

@@ -572,8 +572,8 @@ def _scrub_parsed(markup: str, settings: CleanSettings) -> str:
             if value and (cleaned := scrub(value, settings)) != value:
                 texts.append((node, cleaned))
             continue
-        for name, value in node.attributes.items():
-            if value and (cleaned := scrub(value, settings)) != value:
+        for name, attribute in node.attributes.items():
+            if attribute and (cleaned := scrub(attribute, settings)) != attribute:
                 attributes.append((node, name, cleaned))
     if not texts and not attributes:
         return markup

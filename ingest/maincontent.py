@@ -125,7 +125,7 @@ def is_hidden(node: LexborNode) -> bool:
     if style and hidden_by_style(style):
         return True
     classes = attrs.get("class")
-    return bool(classes) and hidden_by_class(classes)
+    return bool(classes and hidden_by_class(classes))
 
 
 def _tiny(value: str | None) -> bool:

@@ -18,6 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
+from typing import cast
 from urllib.parse import urljoin
 
 import anyio
@@ -212,14 +213,15 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
         job.summary.skipped_unchanged += 1  # the sitemap says it has not changed: no request at all
         job.reached.add(url)
         return
-    conditional = state is not None and state.status == "active" and not options.full
+    # Only a page already indexed is asked for "changed since"; a full crawl asks for everything.
+    known = state if state is not None and state.status == "active" and not options.full else None
     try:
-        result = await fetcher.get(url, etag=state.etag if conditional else None,
-                                   last_modified=state.last_modified if conditional else None)
+        result = await fetcher.get(url, etag=known.etag if known else None,
+                                   last_modified=known.last_modified if known else None)
     except FetchError as exc:
         job.reached.add(url)  # an error is not evidence that the page is gone: keep it
         # A busy machine or a hiccuping server: try once more after the rest had its turn.
-        if is_transient(exc) and frontier.defer(url, depth, exc.details.get("retry_after")):
+        if is_transient(exc) and frontier.defer(url, depth, cast(float | None, exc.details.get("retry_after"))):
             job.summary.retried_later += 1
             log.info("will retry %s later (%s)", url, exc.reason, extra={"trace_id": job.progress.job})
             return
@@ -470,7 +472,7 @@ async def _reparse(job: _Job) -> None:
         if job.cancel.is_set():
             break
         job.summary.pages_found += 1
-        cached = await anyio.to_thread.run_sync(lambda s=state: page_html(job.tenant.reader(), s.id))
+        cached = await job.tenant.read(partial(page_html, page_id=state.id))
         if cached is None:
             job.fail(state.url, "no_cached_html")
             continue

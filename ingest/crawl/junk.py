@@ -112,7 +112,7 @@ def url_family(url: str) -> UrlFamily | None:
         return None
     dated = False
     segments = path.split("/")
-    template = []
+    template: list[str] = []
     after_year = False
     for segment in segments:
         if not segment:

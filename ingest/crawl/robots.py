@@ -98,8 +98,8 @@ def parse_robots(text: str, user_agent: str) -> RobotsRules:
     sitemaps: list[str] = []
     for raw_line in text[:ROBOTS_MAX_BYTES].lstrip("\ufeff").splitlines():
         line = raw_line.split("#", 1)[0].strip()
-        key, sep, value = line.partition(":")
-        key = _ROBOTS_KEYS.get(key.strip().lower()) if sep else None
+        field, sep, value = line.partition(":")
+        key = _ROBOTS_KEYS.get(field.strip().lower()) if sep else None
         value = value.strip()
         if key is None:
             continue

@@ -65,8 +65,8 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     split = split_url(url)
     if split is None:
         return None
-    scheme, host, port, path, query = split
-    host = _normalize_host(host)
+    scheme, raw_host, port, path, query = split
+    host = _normalize_host(raw_host)
     if not host:
         return None
     netloc = f"[{host}]" if ":" in host else host

@@ -43,6 +43,7 @@ from playwright.async_api import (
     BrowserContext,
     Page,
     Playwright,
+    ProxySettings,
     Request,
     Route,
     async_playwright,
@@ -69,7 +70,7 @@ CHROMIUM_ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--host-resolver-rules=MAP * ~NOTFOUND",
 )  # fmt: skip
-DEAD_PROXY = {"server": "http://127.0.0.1:9"}
+DEAD_PROXY: ProxySettings = {"server": "http://127.0.0.1:9"}
 _MARKER = "--frontdesk-render="
 
 
