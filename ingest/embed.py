@@ -18,11 +18,14 @@ import os
 import threading
 from collections.abc import KeysView, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from store.errors import BackendUnavailable, InvalidConfig
+
+if TYPE_CHECKING:  # at run time imported where the model loads
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -132,9 +135,9 @@ class OnnxMiniLM(Embedder):
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.threads = threads or os.cpu_count() or 1
         self._assets = minilm_asset_dir()
-        self._session = None
-        self._tokenizer = None
-        self._counter = None
+        self._session: Any = None  # an onnxruntime.InferenceSession once loaded (onnxruntime has no types)
+        self._tokenizer: Tokenizer | None = None
+        self._counter: Tokenizer | None = None
         self._lock = threading.Lock()
 
     def _model_path(self) -> Path:
