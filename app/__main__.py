@@ -9,6 +9,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -16,6 +17,9 @@ from app.context import Context
 from app.progress import Progress
 from app.settings import Settings
 from store.errors import FrontdeskError, InvalidInput
+
+if TYPE_CHECKING:
+    from store.search import Mode
 
 COMMANDS: dict[str, Callable[[Context, argparse.Namespace], object]] = {}
 
@@ -244,7 +248,7 @@ def eval_command(ctx: Context, args: argparse.Namespace) -> None:
         progress = Progress(f"eval {data.name}")
         tenant, info = evaluate.index_beir(ctx.data_dir, data, embedder, rebuild=args.rebuild,
                                            on_progress=lambda done, total, what: progress.update(done, total, what))
-        modes = [args.mode] if args.mode else ["bm25", "dense", "hybrid"]
+        modes: list[Mode] = [args.mode] if args.mode else ["bm25", "dense", "hybrid"]
         vectors = None if modes == ["bm25"] else evaluate.embed_queries(data, embedder)
         reports = [evaluate.run_beir(tenant, data, embedder, mode=mode, vectors=vectors, index=info,
                                      on_progress=lambda done, total, what: progress.update(done, total, what))

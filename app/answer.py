@@ -15,7 +15,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncGenerator, Callable, Collection
 from urllib.parse import urlsplit
 
 import anyio
@@ -365,7 +365,7 @@ class Answerer:
     # -- the event stream ---------------------------------------------------------------------
 
     async def stream(self, tenant: Tenant, request: ChatRequest, *, persist: bool = True,
-                     use_cache: bool = True, history: list[tuple[str, str]] | None = None) -> AsyncIterator[Event]:
+                     use_cache: bool = True, history: list[tuple[str, str]] | None = None) -> AsyncGenerator[Event, None]:
         """Answer one question as a stream of events. Raises before the first event on bad input.
 
         `history` — the conversation's earlier (question, answer) turns — is read from the tenant
@@ -373,19 +373,20 @@ class Answerer:
         started = time.perf_counter()
         settings = self.ctx.settings
         question = check_question(request.question, settings.max_question_chars)
-        known_conversation = bool(request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id))
+        known_id = (request.conversation_id
+                    if request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id) else None)
 
         def read_state():
             conn = tenant.reader()
             turns = history if history is not None else (
-                conversations.history(conn, request.conversation_id) if known_conversation else [])
+                conversations.history(conn, known_id) if known_id else [])
             return tenant.config(), self._stats(tenant), turns
 
         config, stats, history = await anyio.to_thread.run_sync(read_state)
         carried = carried_subject(question, history)
         lang = question_language(question, request.page, "", stats.langs,
                                  previous=question_language(carried, request.page, "", stats.langs) if carried else "")
-        conversation_id = request.conversation_id if known_conversation else uuid.uuid4().hex
+        conversation_id = known_id or uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""
         turn = Turn(conversation_id=conversation_id, message_id=message_id, question=question, answer="",

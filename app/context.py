@@ -11,6 +11,7 @@ from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.migrations import check_model, read_meta
 from store.search import (
+    DEFAULT_FUSION,
     Filters,
     FusionParams,
     Mode,
@@ -77,10 +78,9 @@ class Context:
                filters: Filters | None = None, params: FusionParams | None = None,
                trace: bool = False, boost_url: str | None = None, boost: float = 0.0) -> SearchResult:
         vector = None if mode == "bm25" else self.tenant_embedder(tenant).embed_query(query)
-        kwargs = {"params": params} if params is not None else {}
         conn = tenant.reader()
         result = search(conn, query, vector, k=k, mode=mode, filters=filters, trace=trace,
-                        boost_url=boost_url, boost=boost, **kwargs)
+                        boost_url=boost_url, boost=boost, params=params if params is not None else DEFAULT_FUSION)
         if trace:
             result.coverage = term_coverage(conn, query)
         return result

@@ -35,7 +35,7 @@ import collections
 import logging
 import re
 import unicodedata
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
@@ -630,7 +630,7 @@ class Grounded(Provider):
         self.trips: collections.Counter[str] = collections.Counter()
         self.log_trips: collections.deque[Trip] = collections.deque(maxlen=1000)
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+    async def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
         check = GroundingCheck(prompt)
         splitter = SentenceSplitter()
         released = ""
@@ -748,7 +748,7 @@ class Opened:
     """A provider's stream opened up to its first piece: `not_on_site` tells, before anything is
     sent, whether the model said the sources do not answer; iterating yields every piece."""
 
-    def __init__(self, stream: AsyncIterator[str], first: str | None) -> None:
+    def __init__(self, stream: AsyncGenerator[str, None], first: str | None) -> None:
         self._stream = stream
         self._first = first
         self.not_on_site = isinstance(first, NotOnSite)
@@ -761,13 +761,12 @@ class Opened:
             yield piece
 
 
-async def opening(stream: AsyncIterator[str]) -> Opened:
+async def opening(stream: AsyncGenerator[str, None]) -> Opened:
     """Wait for the first piece of `stream` (the guard releases the first sentence once checked)."""
-    iterator = aiter(stream)
     try:
-        first = await anext(iterator)
+        first = await anext(stream)  # an async generator is its own iterator
     except StopAsyncIteration:
-        return Opened(iterator, None)
+        return Opened(stream, None)
     if isinstance(first, NotOnSite):
-        await iterator.aclose()
-    return Opened(iterator, first)
+        await stream.aclose()
+    return Opened(stream, first)

@@ -246,7 +246,7 @@ def build_server(kb: KnowledgeBase, *, instructions: str = "") -> Server:
         if spec is None:
             raise tool_error(NOT_FOUND, f"no tool {params.name!r}; this server has {', '.join(specs)}")
         try:
-            args = msgspec.convert(params.arguments or {}, spec.args)
+            args: msgspec.Struct = msgspec.convert(params.arguments or {}, spec.args)
         except msgspec.ValidationError as exc:
             raise tool_error(INVALID_QUERY, f"{spec.name}: {exc}") from None
         try:

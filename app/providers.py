@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import httpx
 
@@ -30,8 +30,9 @@ class Provider(abc.ABC):
     name: str = "provider"
 
     @abc.abstractmethod
-    def stream(self, prompt: Prompt) -> AsyncIterator[str]:
-        """Yield the answer text piece by piece, as soon as each piece exists."""
+    def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
+        """Yield the answer text piece by piece, as soon as each piece exists (an async generator:
+        the answer path closes it when it stops early)."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         pass
@@ -47,7 +48,7 @@ class Extractive(Provider):
 
     name = "extractive"
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+    async def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
         quotes = prompt.quotes
         if quotes is None:
             selection = select(prompt.question, prompt.sources, term_weights(prompt.question, {}, 1))
@@ -84,7 +85,7 @@ class OpenAICompatible(Provider):
             headers=headers, timeout=httpx.Timeout(timeout, connect=min(5.0, timeout))
         )
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+    async def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
         body = {"model": self.model, "messages": prompt.messages, "stream": True,
                 "max_tokens": self.max_tokens, "temperature": self.temperature}
         try:
@@ -128,7 +129,7 @@ class WithFallback(Provider):
         self.name = primary.name
         self.failures = 0
 
-    async def stream(self, prompt: Prompt) -> AsyncIterator[str]:
+    async def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
         sent = False
         try:
             async for piece in self.primary.stream(prompt):

@@ -112,7 +112,7 @@ ROUTES = [
                         curated_create, curated_edit, curated_update, curated_delete, conversations_page,
                         analytics_page, coverage_page, config_page, config_save, widget_page, preview_chat,
                         preview_feedback, webhooks_page, webhook_create, webhook_log, webhook_action, static, unknown],
-        exception_handlers={FrontdeskError: _frontdesk_error, HTTPException: _http_error,  # type: ignore[dict-item]
+        exception_handlers={FrontdeskError: _frontdesk_error, HTTPException: _http_error,
                             Exception: _internal_error},
         include_in_schema=False,
     )

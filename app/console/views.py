@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import re
 import time
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import msgspec
 
@@ -46,7 +46,7 @@ def num(value: float | int | None) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
-def size(value: int) -> str:
+def size(value: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if value < 1024 or unit == "GB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
@@ -175,7 +175,18 @@ def config_from_form(form, current: SiteConfig, *, admin: bool) -> dict[str, Any
 
 # -- the widget preview ----------------------------------------------------------------------
 
-THEME_FIELDS = [
+class ThemeField(TypedDict):
+    """One field of the widget preview's form: a data-* attribute of the widget or a CSS variable."""
+
+    name: str
+    label: str
+    kind: str  # text, color, select or number
+    options: NotRequired[list[str]]  # a select's choices
+    attr: NotRequired[str]
+    var: NotRequired[str]
+
+
+THEME_FIELDS: list[ThemeField] = [
     {"name": "title", "label": "Title", "kind": "text", "attr": "data-title"},
     {"name": "greeting", "label": "Greeting", "kind": "text", "attr": "data-greeting"},
     {"name": "color", "label": "Accent colour", "kind": "color", "attr": "data-color"},

@@ -43,11 +43,12 @@ async def webhooks_page(request: Request, tenant_id: str) -> Response:
 async def webhook_create(request: Request, tenant_id: str) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
     form = await form_of(request, session)
-    values = {"url": form_text(form, "url", 2000), "events": [str(e) for e in form.getall("events", [])],
-              "description": form_text(form, "description", 200)}
+    url, description = form_text(form, "url", 2000), form_text(form, "description", 200)
+    events = [str(e) for e in form.getall("events", [])]
+    values = {"url": url, "events": events, "description": description}
     try:
-        created = await create_endpoint(getattr(request.app.state, "webhooks", None), tenant, url=values["url"],
-                                        events=values["events"], description=values["description"])
+        created = await create_endpoint(getattr(request.app.state, "webhooks", None), tenant, url=url,
+                                        events=events, description=description)
     except InvalidInput as exc:
         return await _webhooks_page(request, session, tenant, status=400, form=values,
                                     error={"field": exc.details.get("field", ""), "message": exc.message})

@@ -30,7 +30,7 @@ from ingest.indexer import PageIndexer, chunk_rows
 from store import migrations as migrations_module
 from store import pages as pages_module
 from store.config import SiteConfig
-from store.errors import InvalidInput, StoreError
+from store.errors import InvalidInput, InvalidQuery, StoreError
 from store.migrations import SCHEMA_VERSION, read_meta, set_meta
 from store.page_content import chunk_pages
 from store.pages import PageWrite, vector_bytes, write_page
@@ -305,7 +305,9 @@ def fused_chunk_ranking(conn: apsw.Connection, text: str, vector: np.ndarray | N
     page lookup), which makes deep (k ≈ 300) evaluation rankings affordable."""
     text = text[:MAX_QUERY_CHARS]
     limit = max(params.candidates, k)
-    dense = dense_candidates(conn, vector, limit, None) if mode != "bm25" else []
+    if mode != "bm25" and vector is None:  # as search() refuses it
+        raise InvalidQuery(f"{mode} search needs a query vector")
+    dense = dense_candidates(conn, vector, limit, None) if vector is not None and mode != "bm25" else []
     lexical = bm25_candidates(conn, text, limit, None, params)[1] if mode != "dense" else []
     ranked = sorted(fuse(dense, lexical, params, mode).items(), key=lambda item: -item[1])
     return [chunk_id for chunk_id, _ in ranked[:k]]
