@@ -105,6 +105,7 @@ NOT_FOUND_NO_LINKS = {
 
 _CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 
 
 def confidence_of(similarity: float, embedder: Embedder) -> float:
@@ -170,7 +171,7 @@ class CachedAnswer(msgspec.Struct, kw_only=True):
 def check_question(question: str, max_chars: int) -> str:
     """Clean the visitor's text; refuse what cannot be a question."""
     question = _CONTROL.sub(" ", question).strip()
-    if not question:
+    if not _INVISIBLE.sub("", question).strip():  # nothing but zero-width or format characters
         raise EmptyQuestion("the question is empty")
     if len(question) > max_chars:
         raise QuestionTooLong(f"the question is longer than {max_chars} characters; please shorten it")

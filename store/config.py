@@ -199,6 +199,11 @@ def decode_config(raw: bytes | str | dict) -> SiteConfig:
         raise InvalidConfig(f"invalid site config: {text}", field=field) from None
     except msgspec.DecodeError as exc:
         raise InvalidConfig(f"site config is not valid JSON: {exc}") from None
+    # msgspec checks UTF-8 only when it builds a str, and nests by recursion: neither is a DecodeError.
+    except UnicodeDecodeError:
+        raise InvalidConfig("site config is not valid UTF-8") from None
+    except RecursionError:
+        raise InvalidConfig("site config is nested too deeply") from None
     return validate_config(config)
 
 

@@ -69,6 +69,23 @@ def test_invalid_utf8_and_deep_nesting_are_invalid_input_not_500(tenant_dir):
         assert chat(base, {"key": key, "question": "When are you open?"}).status_code == 200
 
 
+def test_admin_config_bodies_and_invisible_questions_get_stable_errors(tenant_dir):
+    """The admin config routes read their bodies like the widget's: invalid UTF-8 and deep nesting
+    are 400s, not 500s; a question of nothing but zero-width characters is an empty question."""
+    data, key = tenant_dir
+    with run_server(data, admin_token="admin-secret") as base:
+        auth = {"Authorization": "Bearer admin-secret", "Content-Type": "application/json"}
+        config = f"{base}/admin/tenants/t/config"
+        for method in ("PATCH", "PUT"):
+            bad = httpx.request(method, config, content=b'{"name": "caf\xc3\x28 \xff"}', headers=auth, timeout=30)
+            assert bad.status_code == 400 and bad.json()["code"] in ("invalid_input", "invalid_config"), bad.text
+            deep = httpx.request(method, config, content=b'{"name": ' + b"[" * 20_000 + b"]" * 20_000 + b"}",
+                                 headers=auth, timeout=30)
+            assert deep.status_code == 400 and "Traceback" not in deep.text, deep.text
+        assert_stable_error(chat(base, {"key": key, "question": "\u200b\u200d\ufeff \u2060"}), 400, "empty_question")
+        assert httpx.get(config, headers=auth, timeout=30).json()["site"] == ORIGIN + "/"  # nothing was changed
+
+
 def test_a_body_that_trickles_in_is_cut_off_with_408(tenant_dir):
     data, key = tenant_dir
     with run_server(data) as base:

@@ -24,6 +24,7 @@ from app.console.common import (
     tenant_for,
 )
 from app.events import ChatRequest, ErrorEvent, event_name
+from app.routes.common import decode_json, read_body
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, FrontdeskError, InvalidConfig, InvalidInput, Unauthorized
 from store.tenants import Tenant
@@ -102,10 +103,7 @@ async def preview_chat(request: Request, token: str) -> Response:
     """The widget preview's questions: answered like a visitor's, but not recorded."""
     tenant = await _preview_tenant(request, token)
     state = request.app.state
-    try:
-        body = msgspec.json.decode(await request.body(), type=ChatRequest)
-    except msgspec.MsgspecError:
-        raise InvalidInput("the request body must be a chat request") from None
+    body = decode_json(await read_body(request, 64_000), ChatRequest)
     body.question = check_question(body.question, state.settings.max_question_chars)
 
     async def events() -> AsyncIterator[ServerSentEventMessage]:

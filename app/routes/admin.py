@@ -23,7 +23,7 @@ from litestar.response.sse import ServerSentEventMessage
 
 from app.cache import normalize_question
 from app.events import ErrorBody
-from app.routes.common import bearer_token, read_json
+from app.routes.common import bearer_token, decode_json, read_body, read_json
 from ingest.pipeline import CrawlOptions
 from ingest.scheduler import JobInfo
 from store import conversations, curated
@@ -143,8 +143,12 @@ async def _embed_question(request: Request, tenant: Tenant, question: str) -> np
     return await anyio.to_thread.run_sync(lambda: ctx.tenant_embedder(tenant).embed_query(question))
 
 
+#: Largest admin request body, a site config included.
+CONFIG_LIMIT = 256_000
+
+
 async def _body(request: Request, kind: type):
-    return await read_json(request, kind, 256_000)
+    return await read_json(request, kind, CONFIG_LIMIT)
 
 
 class TenantsController(Controller):
@@ -190,13 +194,13 @@ class TenantsController(Controller):
     @post("/{tenant_id:str}/config:validate", status_code=200, summary="Check a config without saving it", responses=ERROR_RESPONSES)
     async def validate_config(self, request: Request, tenant_id: str) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), await tenant.read(tenant.config), request)
+        config = self._checked(await read_body(request, CONFIG_LIMIT), await tenant.read(tenant.config), request)
         return {"valid": True, "config": msgspec.to_builtins(config)}
 
     @put("/{tenant_id:str}/config", summary="Replace the site config (unknown fields and bad values refused)", responses=ERROR_RESPONSES)
     async def put_config(self, request: Request, tenant_id: str) -> SiteConfig:
         tenant = await _tenant(request, tenant_id)
-        config = self._checked(await request.body(), await tenant.read(tenant.config), request)
+        config = self._checked(await read_body(request, CONFIG_LIMIT), await tenant.read(tenant.config), request)
         await tenant.write(functools.partial(tenant.set_config, config))
         request.app.state.cache.clear(tenant.id)
         return config
@@ -204,10 +208,7 @@ class TenantsController(Controller):
     @patch("/{tenant_id:str}/config", summary="Change some config fields (a JSON merge patch)", responses=ERROR_RESPONSES)
     async def patch_config(self, request: Request, tenant_id: str) -> SiteConfig:
         tenant = await _tenant(request, tenant_id)
-        try:
-            patch_body = msgspec.json.decode(await request.body() or b"{}")
-        except msgspec.DecodeError:
-            raise InvalidInput("the request body must be JSON") from None
+        patch_body = decode_json(await read_body(request, CONFIG_LIMIT))
         if not isinstance(patch_body, dict):
             raise InvalidInput("a config patch must be a JSON object")
         current = await tenant.read(tenant.config)

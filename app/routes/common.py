@@ -3,6 +3,8 @@ request's trace id."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import msgspec
 from litestar import Request
@@ -21,9 +23,9 @@ class RequestTimeout(FrontdeskError):
     status, code = 408, "request_timeout"
 
 
-async def read_json(request: Request, kind: type, limit: int):
-    """The body decoded into `kind`; too large, not JSON or the wrong shape → a clear 4xx that
-    names the offending field."""
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, at most `limit` bytes, arrived within BODY_TIMEOUT_S (a body sent a byte at a
+    time would otherwise hold its connection for ever)."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
@@ -34,6 +36,12 @@ async def read_json(request: Request, kind: type, limit: int):
         raise RequestTimeout(f"the request body did not arrive within {BODY_TIMEOUT_S:.0f} s") from None
     if len(body) > limit:
         raise PayloadTooLarge(f"request body over {limit} bytes")
+    return body
+
+
+def decode_json(body: bytes, kind: Any = Any) -> Any:
+    """`body` decoded into `kind`; not JSON, not UTF-8, nested too deeply or the wrong shape → a
+    clear InvalidInput that names the offending field."""
     try:
         return msgspec.json.decode(body or b"{}", type=kind)
     except msgspec.ValidationError as exc:
@@ -47,6 +55,11 @@ async def read_json(request: Request, kind: type, limit: int):
         raise InvalidInput("the request body must be UTF-8 JSON") from None
     except RecursionError:
         raise InvalidInput("the request body is nested too deeply") from None
+
+
+async def read_json(request: Request, kind: type, limit: int) -> Any:
+    """The body decoded into `kind`; too large, too slow, not JSON or the wrong shape → a clear 4xx."""
+    return decode_json(await read_body(request, limit), kind)
 
 
 def bearer_token(request: Request) -> str:
