@@ -52,6 +52,7 @@ from app.sources import (
     snippet,
 )
 from ingest.embed import Embedder
+from ingest.embed_stage import measure_pending_hits
 from ingest.injection import strip_injections
 from ingest.lang import detect_language, primary_subtag
 from store import conversations, curated
@@ -259,6 +260,8 @@ class Answerer:
             boost_url=page_url or None, boost=settings.page_boost,
             prefer_lang=lang if multilingual else None, lang_boost=0.3 if multilingual else 0.0,
         )
+        # Passages a running crawl has not embedded yet (found by BM25): their similarity, measured now.
+        measure_pending_hits(result.hits, vector, embedder)
         sources = group_hits(result.hits, settings.max_sources)
         drop_boilerplate(sources, query, self._repeated_check(conn, tenant.id, stats))
         if page_text and page and len(vectors) > 1:

@@ -1,4 +1,8 @@
-"""Index one extracted page into a tenant: clean → chunk → embed only new chunks → one transaction."""
+"""Index one extracted page into a tenant: clean → chunk → (embed only new chunks) → one transaction.
+
+A crawl defers the embedding (`defer_vectors`): the page and its chunks are written at once,
+searchable by their text, and ingest/embed_stage.py gives the new chunks their vectors in the
+background. Otherwise the new chunks are embedded before the write, as one transaction."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from ingest.chunk import Chunk, chunk_document
 from ingest.clean import clean_document, scrub_html, site_contact_points
 from ingest.document import Document
 from ingest.embed import Embedder
+from ingest.embed_stage import EmbedStage
 from ingest.lang import detect_language
 from store.config import CleanSettings
 from store.contacts import learn_site_contacts, site_contacts
@@ -28,6 +33,7 @@ from store.pages import (
     vector_bytes,
     write_page,
 )
+from store.pending import pending_count
 from store.tenants import Tenant
 
 
@@ -73,7 +79,7 @@ def content_language(doc: Document) -> str:
 
 def chunk_rows(chunks: Sequence[Chunk], vectors: Mapping[str, bytes]) -> list[ChunkRow]:
     """A page's chunks as store rows, each with its vector by chunk hash (None: the store already
-    holds that text and its vector)."""
+    holds that text, or the chunk is written pending and embedded later)."""
     return [
         ChunkRow(hash=c.hash, kind=c.kind, lang=c.lang, text=c.text, heading_path=c.heading_path,
                  position=c.position, uid=c.uid, tokens=c.tokens, vector=vectors.get(c.hash))
@@ -85,9 +91,12 @@ class PageIndexer:
     """Turns Documents into rows of one tenant, embedding each distinct chunk text once."""
 
     def __init__(self, tenant: Tenant, embedder: Embedder, clean: CleanSettings | None = None,
-                 *, target_tokens: int = 256) -> None:
+                 *, target_tokens: int = 256, defer_vectors: bool = False) -> None:
         self.tenant = tenant
         self.embedder = embedder
+        self.defer_vectors = defer_vectors
+        """Write new chunks pending, for an `EmbedStage` to embed (a crawl), instead of embedding
+        them before the write."""
         self.clean = clean or CleanSettings()
         self.target_tokens = min(target_tokens, embedder.max_tokens)
         self.contacts_learned = 0
@@ -125,8 +134,9 @@ class PageIndexer:
             with self.tenant.write() as conn:
                 mark_fetched(conn, url, etag=etag, last_modified=last_modified, sitemap_lastmod=sitemap_lastmod)
             return WriteStats(page_id=0, changed=False, chunks_added=0, chunks_deleted=0)
-        missing = missing_hashes(self.tenant.reader(), (c.hash for c in chunks))
-        vectors = self._embed(doc, chunks, missing)
+        vectors: dict[str, bytes] = {}
+        if not self.defer_vectors:
+            vectors = self._embed(doc, chunks, missing_hashes(self.tenant.reader(), (c.hash for c in chunks)))
         if html is not None:  # the raw cache holds no more than the index: scrubbed the same way
             html, encoding = scrub_html(html, encoding, self.clean)
         page = PageWrite(
@@ -152,12 +162,15 @@ class PageIndexer:
         )
         try:
             stats = self._write(page)
-        except VectorMissing as exc:
-            # A chunk seen as stored was deleted by another page's write meanwhile: embed it now.
+        except VectorMissing as exc:  # a backend that holds no pending chunks: embed them now
             vectors.update(self._embed(doc, chunks, exc.hashes))
             for row in page.chunks:
                 row.vector = vectors.get(row.hash)
             stats = self._write(page)
+        if not self.defer_vectors and (stats.chunks_pending or pending_count(self.tenant.reader())):
+            # A chunk seen as stored was deleted by another page's write meanwhile (written
+            # pending), or one this page shares waits for a crawl's stage: embed them now.
+            EmbedStage(self.tenant, self.embedder).drain()
         return stats
 
     def _learn_site_contacts(self, doc: Document) -> None:

@@ -1,9 +1,15 @@
 """One crawl job: discover → fetch (conditional) → extract → index, with the delta rules that keep
 recrawls cheap, progress events, and a summary.
 
+Two stages run side by side (issue 15): fetching writes each page with its chunks at once, so it
+is searchable by its text as soon as it is fetched, and the embedding stage (ingest/embed_stage.py)
+gives the new chunks their vectors in the background. The job ends when both are done; a
+cancelled job says how many chunks still wait for vectors (`chunks_pending`), and the next crawl,
+or `frontdesk serve` opening the tenant, embeds them.
+
 Delta rules (README.md, "CLI": `crawl`): a page whose sitemap lastmod is unchanged is not fetched; a
 re-fetch sends If-None-Match / If-Modified-Since and a 304 costs no parsing; the content hash
-decides whether a page changed; only chunks whose text is new are embedded; pages that are gone
+decides whether a page changed; only chunks whose text is new are embedded, once each; pages that are gone
 (404/410, now noindex, dropped from a sitemap that did load) are tombstoned. Each page is one
 transaction and its validators are stored with it, so a crash leaves no half page and a re-run
 picks up where it stopped.
@@ -31,6 +37,7 @@ from ingest.crawl.robots import fetch_robots
 from ingest.crawl.sitemaps import load_sitemaps
 from ingest.crawl.urls import normalize_url
 from ingest.embed import Embedder
+from ingest.embed_stage import EmbedStage
 from ingest.extract import extract
 from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
@@ -40,11 +47,13 @@ from store.config import SiteConfig
 from store.contacts import pages_with_placeholders
 from store.errors import FetchError, FrontdeskError, StoreError
 from store.pages import PageState, junk_families, mark_fetched, page_html, page_states, record_junk
+from store.pending import pending_count
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
 
-#: Fetch/extract workers; embedding and writes are serialised behind them (one writer per tenant).
+#: Fetch/extract workers; writes are serialised behind them (one writer per tenant), embedding runs
+#: beside them (ingest/embed_stage.py).
 WORKERS = 4
 
 
@@ -52,14 +61,21 @@ class CrawlProgress(msgspec.Struct, kw_only=True):
     """A snapshot of a running job, sent to progress subscribers (CLI line, admin SSE)."""
 
     job: str
-    phase: str = "starting"  # starting | discovering | crawling | removing | done | cancelled | failed
+    phase: str = "starting"
+    """starting | discovering | crawling | removing | embedding (every page fetched, vectors still
+    going in) | done | cancelled | failed"""
     found: int = 0
     fetched: int = 0
     not_modified: int = 0
     unchanged: int = 0
     failed: int = 0
     removed: int = 0
+    chunks_added: int = 0
+    """New chunks written (searchable by their text from then on)."""
     chunks_embedded: int = 0
+    """Vectors the embedding stage wrote."""
+    chunks_pending: int = 0
+    """Chunks of the tenant still waiting for their vectors."""
     queued: int = 0
     eta_s: float | None = None
     url: str = ""
@@ -75,7 +91,15 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     skipped_unchanged: int = 0
     failed: int = 0
     removed: int = 0
+    chunks_added: int = 0
+    """New chunks written, each searchable by its text as soon as its page was."""
     chunks_embedded: int = 0
+    """Vectors written by this job (new chunks, and any a killed or cancelled job left pending)."""
+    chunks_pending: int = 0
+    """Chunks still without a vector when the job ended (a cancelled job); embedded next time."""
+    searchable_s: float | None = None
+    """Seconds until the last page was written (searchable by its text); `seconds` is until every
+    vector was in too."""
     chunks_deleted: int = 0
     seconds: float = 0.0
     requests: int = 0
@@ -137,12 +161,15 @@ class _Job:
         self.junk = JunkDetector(enabled=False)  # made for the crawl once page states are read
         self.render: RenderStage | None = None
         self.stopped_by: StoreError | None = None  # the tenant file could not be written: the job ends
+        self.stage: EmbedStage | None = None
         self._last_emit = 0.0
 
     def emit(self, url: str = "", force: bool = False) -> None:
         s, p = self.summary, self.progress
         p.fetched, p.not_modified, p.unchanged = s.fetched, s.not_modified, s.skipped_unchanged
-        p.failed, p.removed, p.chunks_embedded, p.found = s.failed, s.removed, s.chunks_embedded, s.pages_found
+        p.failed, p.removed, p.found = s.failed, s.removed, s.pages_found
+        p.chunks_added = s.chunks_added
+        p.chunks_embedded = s.chunks_embedded = self.stage.embedded if self.stage is not None else 0
         p.elapsed_s = round(time.monotonic() - self.started, 2)
         done = s.fetched + s.not_modified + s.skipped_unchanged + s.failed + sum(self.skipped.values())
         rate = done / p.elapsed_s if p.elapsed_s > 0 else 0
@@ -157,15 +184,21 @@ class _Job:
         self.summary.failed += 1
         self.errors.append((url, reason, message[:500]))
 
+    def embedded_batch(self, pending: int) -> None:
+        """The embedding stage wrote a batch of vectors; `pending` chunks are left."""
+        self.progress.chunks_pending = pending
+        self.emit(self.progress.url)
+
     async def index(self, doc, **kwargs) -> None:
-        async with self.index_lock:  # one embedder run and one writer at a time
+        async with self.index_lock:  # one writer at a time (the vectors come later: embed_stage.py)
             stats = await anyio.to_thread.run_sync(lambda: self.indexer.index(doc, **kwargs))
         if not stats.changed and kwargs.get("previous_hash"):
             self.summary.skipped_unchanged += 1  # fetched, but the content hash says: same page
             return
         self.summary.fetched += 1
-        self.summary.chunks_embedded += stats.chunks_added
+        self.summary.chunks_added += stats.chunks_added
         self.summary.chunks_deleted += stats.chunks_deleted
+        self.progress.chunks_pending += stats.chunks_pending
 
     async def remove(self, url: str, reason: str, status: int | None = None, *, junk: bool = False) -> None:
         state = self.states.get(url)
@@ -345,7 +378,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         crawl_settings = msgspec.structs.replace(crawl_settings, rate=options.rate)
     config = msgspec.structs.replace(config, crawl=crawl_settings)
     job_id = job_id or uuid.uuid4().hex[:12]
-    job = _Job(tenant, PageIndexer(tenant, embedder, config.clean), config, job_id,
+    job = _Job(tenant, PageIndexer(tenant, embedder, config.clean, defer_vectors=True), config, job_id,
                on_progress, cancel or asyncio.Event())
     kind = "reparse" if options.reparse else "refresh" if options.urls else "full" if options.full else "delta"
     run_id = await anyio.to_thread.run_sync(_start_run, tenant, kind)
@@ -358,11 +391,26 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
                             exempt=[url for url, state in job.states.items() if state.status == "active"])
     if kind == "delta":  # a full crawl judges every family afresh
         job.junk.presume(await anyio.to_thread.run_sync(lambda: junk_families(tenant.reader())))
+    # The embedding stage starts with the job: chunks a killed or cancelled job left pending are
+    # embedded first, then each page's new chunks as fetching writes them.
+    job.stage = EmbedStage(tenant, embedder)
+    job.progress.chunks_pending = await anyio.to_thread.run_sync(job.stage.pending)
+    fetching_done, stage_stop = asyncio.Event(), asyncio.Event()
+    stage = asyncio.create_task(job.stage.run(
+        fetching_done, lambda: job.cancel.is_set() or stage_stop.is_set(), on_batch=job.embedded_batch))
     try:
-        if options.reparse:
-            await _reparse(job)
-        else:
-            await _crawl_site(job, config, options)
+        try:
+            if options.reparse:
+                await _reparse(job)
+            else:
+                await _crawl_site(job, config, options)
+        finally:
+            fetching_done.set()
+        job.summary.searchable_s = round(time.monotonic() - job.started, 3)
+        if not job.cancel.is_set():
+            job.progress.phase = "embedding"
+            job.emit(force=True)
+        await stage
         job.summary.status = "cancelled" if job.cancel.is_set() else "done"
     except FrontdeskError as exc:  # a known failure (a full disk): its message says it all, no traceback
         log.error("crawl of tenant %s failed: %s", tenant.id, exc.message, extra=trace)
@@ -375,6 +423,12 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         job.errors.append(("", "crawl_failed", repr(exc)[:500]))
         raise
     finally:
+        if not stage.done():  # the job failed or was cancelled from outside: the batch in hand goes in
+            stage_stop.set()
+            await asyncio.gather(stage, return_exceptions=True)
+        job.summary.chunks_embedded = job.stage.embedded
+        job.summary.chunks_pending = job.progress.chunks_pending = await anyio.to_thread.run_sync(
+            lambda: pending_count(tenant.reader()))
         job.summary.skipped = dict(job.skipped)
         job.summary.render = job.render.summary() if job.render is not None else {}
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
@@ -489,5 +543,6 @@ def summary_line(progress: CrawlProgress) -> str:
     eta = f" ETA {int(progress.eta_s)}s" if progress.eta_s else ""
     return (f"{progress.phase}: found {progress.found}, fetched {progress.fetched}, 304 {progress.not_modified}, "
             f"unchanged {progress.unchanged}, failed {progress.failed}, removed {progress.removed}, "
-            f"embedded {progress.chunks_embedded}, queued {progress.queued}{eta}")
+            f"chunks searchable +{progress.chunks_added}, embedded {progress.chunks_embedded}, "
+            f"pending {progress.chunks_pending}, queued {progress.queued}{eta}")
 

@@ -396,6 +396,27 @@ def m007_junk_urls(conn: apsw.Connection, dim: int) -> None:
     )
 
 
+@migration
+def m008_pending_vectors(conn: apsw.Connection, dim: int) -> None:
+    """Chunks written before their vectors (issue 15): a page is searchable by its text as soon as
+    it is fetched, and ingest/embed_stage.py embeds what is listed here in the background. A
+    chunk that goes takes its entry with it. A file from before had a vector for every chunk; any
+    chunk without one (there should be none) is listed, so it gets one."""
+    conn.execute(
+        """
+        CREATE TABLE chunk_pending (
+            chunk_id INTEGER PRIMARY KEY,        -- chunks.id, listed until its vector is in chunk_vec
+            queued_at REAL NOT NULL
+        );
+        CREATE TRIGGER chunks_ad_pending AFTER DELETE ON chunks BEGIN
+            DELETE FROM chunk_pending WHERE chunk_id = old.id;
+        END;
+        INSERT INTO chunk_pending(chunk_id, queued_at)
+            SELECT id, created_at FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec);
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

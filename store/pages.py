@@ -22,7 +22,8 @@ from store.search import cosine_similarities
 
 
 class VectorMissing(Exception):
-    """A chunk is new to the file but came without a vector (it was deleted since the check)."""
+    """A chunk is new to the file but came without a vector, in a backend that cannot hold a chunk
+    pending (this SQLite store writes such a chunk pending instead and never raises it)."""
 
     def __init__(self, hashes: set[str]) -> None:
         super().__init__(f"{len(hashes)} new chunk(s) without vectors")
@@ -39,7 +40,8 @@ class ChunkRow(msgspec.Struct):
     uid: str
     tokens: int
     vector: bytes | None = None
-    """float32 bytes; required when the hash is not yet in the file."""
+    """float32 bytes, or None: a chunk new to the file without one is written pending (searchable
+    by its text at once; store/pending.py lists it until the embedding stage gives it a vector)."""
 
 
 class PageWrite(msgspec.Struct, kw_only=True):
@@ -70,6 +72,8 @@ class WriteStats(msgspec.Struct):
     changed: bool
     chunks_added: int
     chunks_deleted: int
+    chunks_pending: int = 0
+    """Of `chunks_added`, those written without a vector (pending)."""
 
 
 class PageState(msgspec.Struct):
@@ -143,17 +147,13 @@ def _upsert_page(conn: apsw.Connection, page: PageWrite, now: float) -> tuple[in
 
 
 def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
-    """Write one page with its chunks, facts, forms and actions. Call inside a transaction."""
+    """Write one page with its chunks (and their FTS rows), facts, forms and actions. Call inside a
+    transaction. A chunk new to the file is stored with its vector, or pending without one."""
     now = time.time()
-    without_vector = {c.hash for c in page.chunks if c.vector is None}
-    if without_vector:
-        lacking = without_vector & missing_hashes(conn, without_vector)
-        if lacking:
-            raise VectorMissing(lacking)
     page_id, changed = _upsert_page(conn, page, now)
     old_ids = [r[0] for r in conn.execute("SELECT chunk_id FROM page_chunks WHERE page_id = ?", (page_id,))]
     conn.execute("DELETE FROM page_chunks WHERE page_id = ?", (page_id,))
-    added = 0
+    added = pending = 0
     new_ids: list[int] = []
     for chunk in page.chunks:
         row = conn.execute("SELECT id FROM chunks WHERE hash = ?", (chunk.hash,)).fetchone()
@@ -165,10 +165,14 @@ def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
                  " > ".join(chunk.heading_path), chunk.tokens, now),
             )
             chunk_id = conn.last_insert_rowid()
-            conn.execute(
-                "INSERT INTO chunk_vec(rowid, embedding, kind, lang) VALUES (?, ?, ?, ?)",
-                (chunk_id, chunk.vector, chunk.kind, chunk.lang),
-            )
+            if chunk.vector is None:  # searchable by its text now; its vector comes later
+                conn.execute("INSERT INTO chunk_pending(chunk_id, queued_at) VALUES (?, ?)", (chunk_id, now))
+                pending += 1
+            else:
+                conn.execute(
+                    "INSERT INTO chunk_vec(rowid, embedding, kind, lang) VALUES (?, ?, ?, ?)",
+                    (chunk_id, chunk.vector, chunk.kind, chunk.lang),
+                )
             added += 1
         else:
             chunk_id = row[0]
@@ -208,7 +212,8 @@ def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
             "ON CONFLICT(page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html, scrubbed = 1",
             (page_id, page.encoding, zlib.compress(page.html, 6)),
         )
-    return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added, chunks_deleted=deleted)
+    return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added,
+                      chunks_deleted=deleted, chunks_pending=pending)
 
 
 def tombstone_page(conn: apsw.Connection, url: str, reason: str, http_status: int | None = None) -> int:

@@ -70,6 +70,9 @@ def swap_in(conn: apsw.Connection, dim: int, curated: Iterable[tuple[int, bytes]
     create_chunk_vec(conn, dim)
     conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT c.id, r.embedding, c.kind, c.lang "
                  "FROM chunks c JOIN reindex_vectors r ON r.chunk_id = c.id")
+    # Pending chunks (written by a crawl before their vectors) were staged like the rest: the
+    # embedding stage must not give them a second vector from the old model.
+    conn.execute("DELETE FROM chunk_pending WHERE chunk_id IN (SELECT chunk_id FROM reindex_vectors)")
     chunks = one_row(conn.execute("SELECT count(*) FROM chunk_vec"))[0]
     conn.executemany("UPDATE curated SET embedding = ? WHERE id = ?", [(blob, i) for i, blob in curated])
     conn.executemany("UPDATE gaps SET embedding = ? WHERE id = ?", [(blob, i) for i, blob in gaps])

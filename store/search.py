@@ -19,6 +19,7 @@ import numpy as np
 from store import vector_index
 from store.connect import Row, all_rows, one_row, time_limit
 from store.errors import BackendUnavailable, InvalidQuery
+from store.pending import pending_among
 
 Mode = Literal["hybrid", "bm25", "dense"]
 MODES = ("hybrid", "bm25", "dense")
@@ -67,6 +68,9 @@ class Hit(msgspec.Struct, kw_only=True):
     dense_rank: int | None = None
     bm25_rank: int | None = None
     bm25: float | None = None
+    embedded: bool = True
+    """False: the chunk waits for its vector (found by BM25 alone; `similarity` is 0.0 until the
+    caller measures it, see app/answer.py)."""
 
 
 class Trace(msgspec.Struct, kw_only=True):
@@ -307,7 +311,8 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
 
 
 def cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
-    """Cosine similarity of the query vector to each stored chunk vector (chunk id → similarity)."""
+    """Cosine similarity of the query vector to each stored chunk vector (chunk id → similarity).
+    A chunk without a vector yet (pending) is left out of the result."""
     if not chunk_ids:
         return {}
     index = vector_index.index_for(conn)
@@ -422,6 +427,9 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
         if vector is None
         else cosine_similarities(conn, vector, ids)
     )
+    # Chunks written before their vectors (a crawl in progress): BM25 ranks them, the dense side
+    # cannot; they are marked so the caller can measure their similarity another way.
+    pending = pending_among(conn, ids) if ids else set()
     hits: list[Hit] = []
     for cid, score in window:
         if cid not in rows:
@@ -437,6 +445,7 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
                 chunk_id=cid, score=score, similarity=similarity.get(cid, 0.0), text=chunk_text,
                 kind=kind, lang=lang, url=page[0], title=page[1], heading_path=page[2],
                 dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
+                embedded=cid not in pending,
             )
         )
     hits.sort(key=lambda h: -h.score)

@@ -42,6 +42,8 @@ class VectorIndex:
 
     def similarities(self, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
         """Cosine similarity of the query to these chunks (from the int8 copies)."""
+        if not len(self.ids):
+            return {}
         wanted = np.asarray(chunk_ids, dtype=np.int64)
         rows = np.searchsorted(self.ids, wanted)
         rows = np.clip(rows, 0, len(self.ids) - 1)
@@ -86,8 +88,10 @@ def _version(conn: apsw.Connection) -> str:
 
 
 def index_for(conn: apsw.Connection) -> VectorIndex | None:
-    """The tenant's index for its current content, or None when vec0's exact scan is the way."""
-    count = one_row(conn.execute("SELECT count(*) FROM chunks"))[0]
+    """The tenant's index for its current content, or None when vec0's exact scan is the way.
+    Chunks still waiting for their vectors (store/pending.py) are not in it: the dense side does
+    not know them until the embedding stage has written their vectors (which bumps the generation)."""
+    count = one_row(conn.execute("SELECT (SELECT count(*) FROM chunks) - (SELECT count(*) FROM chunk_pending)"))[0]
     if count < MIN_CHUNKS:
         return None
     key = conn.filename
@@ -100,6 +104,8 @@ def index_for(conn: apsw.Connection) -> VectorIndex | None:
         if cached is not None and cached[0] == generation:
             return cached[1]
         rows: list[Row] = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
+        if not rows:
+            return None
         names: dict[str, int] = {}
         ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)

@@ -39,6 +39,7 @@ APP_MAY_IMPORT_FROM_INGEST = {
     "ingest.crawl.urls": "the console says why a page was never reached with the crawler's own UrlPolicy",
     "ingest.document": "BEIR evaluation builds Documents from corpus entries",
     "ingest.embed": "questions are embedded by the same embedder object as documents (DESIGN.md)",
+    "ingest.embed_stage": "a server embeds what a killed crawl left pending; the answer measures pending passages",
     "ingest.facts": "the visitor's page JSON-LD is worded as facts the way indexed pages' are",
     "ingest.folder": "the CLI indexes a folder of HTML files",
     "ingest.indexer": "BEIR evaluation indexes through the real indexer",

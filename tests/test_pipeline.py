@@ -273,11 +273,15 @@ def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path):
         conn = open_connection(db)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.execute("INSERT INTO chunk_fts(chunk_fts) VALUES ('integrity-check')")
-        # No half page: every stored page has its chunks, every chunk its vector.
+        # No half page: every stored page has its chunks, every chunk its vector or a pending entry
+        # (the embedding stage runs behind fetching), never both.
         assert (
             conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
             == conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0]
+            + conn.execute("SELECT count(*) FROM chunk_pending").fetchone()[0]
         )
+        assert conn.execute("SELECT count(*) FROM chunk_pending p JOIN chunk_vec v ON v.rowid = p.chunk_id"
+                            ).fetchone()[0] == 0
         assert (
             conn.execute(
                 "SELECT count(*) FROM pages p WHERE status = 'active' AND NOT EXISTS "
@@ -304,10 +308,15 @@ def test_kill_9_mid_crawl_leaves_a_sound_file_and_a_rerun_completes(tmp_path):
         assert (
             summary["fetched"] <= 92 - done_before + 2
         )  # the pages done before the kill are not redone
+        assert summary["chunks_pending"] == 0
         conn = open_connection(db)
         assert (
             conn.execute("SELECT count(*) FROM pages WHERE status = 'active'").fetchone()[0] == 92
         )
+        # The rerun embedded what the killed run left pending: every chunk has its vector.
+        assert conn.execute("SELECT count(*) FROM chunk_pending").fetchone()[0] == 0
+        assert (conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+                == conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0])
         conn.close()
 
 

@@ -131,10 +131,12 @@ def snapshot(db: Path) -> Snapshot:
     return {url: tuple(chunks) for url, chunks in pages.items()}
 
 
-def soundness(db: Path) -> list[str]:
+def soundness(db: Path, settled: bool = False) -> list[str]:
     """What is wrong with a tenant file, [] when nothing: SQLite's integrity check, FTS5's own
-    check against the chunks table, vectors and chunks one to one, no link to a missing chunk,
-    no chunk no page links to, no page link from a page that is gone."""
+    check against the chunks table, every chunk with a vector or waiting for one (pending, the
+    embedding stage runs behind fetching) and never both, no vector without a chunk, no link to a
+    missing chunk, no chunk no page links to, no page link from a page that is gone. `settled`
+    (a crawl that ran to the end): no chunk is left pending either."""
     problems: list[str] = []
     try:
         conn = open_connection(db)
@@ -150,7 +152,12 @@ def soundness(db: Path) -> list[str]:
             problems.append(f"fts out of step: {exc}")
         one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
         checks = {
-            "chunks without a vector": "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec)",
+            "chunks without a vector": "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunk_vec) "
+                                       "AND id NOT IN (SELECT chunk_id FROM chunk_pending)",
+            "chunks pending with a vector": "SELECT count(*) FROM chunk_pending WHERE chunk_id IN "
+                                            "(SELECT rowid FROM chunk_vec)",
+            "pending entries without a chunk": "SELECT count(*) FROM chunk_pending WHERE chunk_id NOT IN "
+                                               "(SELECT id FROM chunks)",
             "vectors without a chunk": "SELECT count(*) FROM chunk_vec WHERE rowid NOT IN (SELECT id FROM chunks)",
             "links to a missing chunk":
                 "SELECT count(*) FROM page_chunks WHERE chunk_id NOT IN (SELECT id FROM chunks)",
@@ -158,6 +165,8 @@ def soundness(db: Path) -> list[str]:
             "gone pages with chunks": "SELECT count(*) FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
                                       "WHERE p.status != 'active'",
         }
+        if settled:
+            checks["chunks left pending"] = "SELECT count(*) FROM chunk_pending"
         for name, sql in checks.items():
             if count := one(sql):
                 problems.append(f"{count} {name}")

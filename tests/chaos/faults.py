@@ -160,7 +160,7 @@ class Harness:
             raise RuntimeError(f"the reference crawl had failures: {summary['errors']}")
         self.reference = snapshot(fd.db("t"))
         self.reference_pages = len(self.reference)
-        problems = soundness(fd.db("t"))
+        problems = soundness(fd.db("t"), settled=True)
         if problems:
             raise RuntimeError(f"the reference crawl left an unsound file: {problems}")
         shutil.copy(fd.db("t"), self.reference_db)  # closed cleanly: the .db alone is complete
@@ -178,7 +178,7 @@ class Harness:
             run.note("fetched_on_resume", summary.get("fetched"))
             run.check("work kept", summary.get("fetched", 0) <= self.reference_pages - pages_before + 3,
                       f"fetched {summary.get('fetched')} with {pages_before} of {self.reference_pages} done")
-        run.check("sound after resume", not (problems := soundness(fd.db("t"))), problems)
+        run.check("sound after resume", not (problems := soundness(fd.db("t"), settled=True)), problems)
         run.check("nothing lost", (diff := differences(snapshot(fd.db("t")), self.reference)) is None, diff)
 
     def own_filesystem(self, stack: contextlib.ExitStack, name: str) -> Frontdesk:
