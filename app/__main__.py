@@ -186,6 +186,48 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
         sys.stdout.write("\n".join(lines) + "\n")
 
 
+@command("tenant export")
+def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
+    """A tenant as one standalone SQLite tenant file, from whichever backend holds it."""
+    import os
+
+    from store.pg.portable import export_sqlite
+
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    if url:
+        from store.pg.backend import postgres_tenants
+        from store.pg.transfer import export_postgres
+
+        with postgres_tenants(url) as tenants:
+            info = export_postgres(tenants, args.id, Path(args.file))
+    else:
+        info = export_sqlite(ctx.registry, args.id, Path(args.file))
+    emit(args, info, f"exported tenant {args.id} from {'PostgreSQL' if url else 'its SQLite file'} to "
+                     f"{info.path}: {info.pages} pages, {info.chunks} chunks, {info.vectors} vectors")
+
+
+@command("tenant import")
+def tenant_import(ctx: Context, args: argparse.Namespace) -> None:
+    """An SQLite tenant file loaded into the configured backend as a new tenant."""
+    import os
+
+    from store.pg.portable import import_sqlite
+
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    if url:
+        from store.pg.backend import postgres_tenants
+        from store.pg.transfer import import_postgres
+
+        with postgres_tenants(url) as tenants:
+            info = import_postgres(tenants, args.id, Path(args.file))
+    else:
+        info = import_sqlite(ctx.registry, args.id, Path(args.file))
+    skipped = "".join(f"\nnot imported (not in PostgreSQL yet): {n} {table} rows"
+                      for table, n in info.not_imported.items())
+    emit(args, info, f"imported tenant {args.id} into {'PostgreSQL' if url else 'a SQLite file'}: "
+                     f"{info.pages} pages, {info.chunks} chunks, {info.vectors} vectors{skipped}")
+
+
 @command("backup")
 def backup_command(ctx: Context, args: argparse.Namespace) -> None:
     import time
@@ -372,7 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="frontdesk", description=__doc__, parents=[global_flags(defaults=True)])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    tenant = sub.add_parser("tenant", help="create, list or delete tenants", parents=[common])
+    tenant = sub.add_parser("tenant", help="create, list, delete, export or import tenants", parents=[common])
     tenant_sub = tenant.add_subparsers(dest="action", required=True)
     create = tenant_sub.add_parser("create", parents=[common], help="create a tenant")
     create.add_argument("id")
@@ -383,6 +425,16 @@ def build_parser() -> argparse.ArgumentParser:
     tenant_sub.add_parser("list", parents=[common], help="list tenants")
     delete = tenant_sub.add_parser("delete", parents=[common], help="delete a tenant and its file")
     delete.add_argument("id")
+    export = tenant_sub.add_parser("export", parents=[common],
+                                   help="write a tenant as a standalone SQLite tenant file (from PostgreSQL "
+                                        "when FRONTDESK_DATABASE_URL is set)")
+    export.add_argument("id")
+    export.add_argument("file", help="the SQLite file to write (replaced atomically)")
+    load = tenant_sub.add_parser("import", parents=[common],
+                                 help="load an SQLite tenant file as a new tenant (into PostgreSQL when "
+                                      "FRONTDESK_DATABASE_URL is set)")
+    load.add_argument("id")
+    load.add_argument("file", help="an exported or backed-up tenant file of this tenant")
 
     index = sub.add_parser("index", parents=[common], help="index a folder of HTML files (no crawling)")
     index.add_argument("id")

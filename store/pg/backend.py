@@ -1,0 +1,27 @@
+"""Which backend holds the tenants: PostgreSQL when a database URL is configured, else the SQLite
+files; and the PostgreSQL side's tenants opened for one command, with a clear error when the
+`postgres` extra (psycopg) is not installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from store.errors import StoreError
+
+if TYPE_CHECKING:
+    from store.pg.tenants import PgTenants
+
+
+@contextmanager
+def postgres_tenants(url: str) -> Iterator[PgTenants]:
+    try:
+        from store.pg.tenants import connected
+    except ImportError as exc:
+        raise StoreError(
+            f"FRONTDESK_DATABASE_URL is set but the PostgreSQL backend is not installed ({exc.name} is "
+            "missing): pip install 'frontdesk[postgres]'"
+        ) from None
+    with connected(url) as tenants:
+        yield tenants

@@ -1,0 +1,220 @@
+"""Hybrid search over one tenant's schema: pgvector HNSW (cosine) + full text (`tsvector` per
+chunk language), fused by the same weighted RRF as store/search.py into the same `Hit`s.
+
+The lexical score is BM25's shape built from PostgreSQL's parts: per query word, `ts_rank` of
+that word alone (term frequency, saturating, weighted by title/heading/text, normalised by the
+chunk's length) times the word's inverse document frequency, summed. `ts_rank_cd` over the whole
+query, without IDF, let a common word outrank a rare one: the SQLite side's top passage was
+PostgreSQL's for 1 of 10 pypug questions in BM25 mode (4 of 10 fused); with IDF, see
+tests/test_pg.py.
+
+One statement fetches everything fusion needs: the dense and the lexical candidates, each
+candidate's cosine similarity, text and the page it is shown from (and, when the visitor's page
+is boosted, that page's chunks). Fusion, boosts and ordering are store/search.py's own functions
+and rules, so the two backends rank alike.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from psycopg import sql
+
+from store.errors import InvalidQuery
+from store.pg.connect import PgConnection
+from store.pg.textsearch import query_words
+from store.pg.vectors import query_to_pg
+from store.search import (
+    DEFAULT_FUSION,
+    MAX_QUERY_CHARS,
+    MODES,
+    Filters,
+    FusionParams,
+    Hit,
+    Mode,
+    SearchResult,
+    Trace,
+    fuse,
+)
+
+#: ts_rank weights {D, C, B, A}: text 1, heading 1.5, title 3 relative to each other, as the
+#: SQLite side's bm25(title 3.0, heading 1.5, text 1.0) (the tsvector's A, B and D parts).
+RANK_WEIGHTS = "{0.3333, 0, 0.5, 1.0}"
+#: How many of the visitor's page's chunks are considered for the page boost (as SQLite).
+PAGE_CHUNKS = 500
+
+
+def _filters(filters: Filters | None) -> tuple[sql.Composable, dict[str, object]]:
+    """Conditions on `c` (chunks) for the filters, shared by both sides."""
+    parts: list[sql.Composable] = []
+    args: dict[str, object] = {}
+    if filters is not None:
+        if filters.kinds:
+            parts.append(sql.SQL("c.kind = ANY(%(kinds)s)"))
+            args["kinds"] = list(filters.kinds)
+        if filters.lang:
+            parts.append(sql.SQL("c.lang = %(lang)s"))
+            args["lang"] = filters.lang
+        if filters.url_prefix:
+            parts.append(sql.SQL(
+                "EXISTS (SELECT 1 FROM page_chunks pc JOIN pages p ON p.id = pc.page_id "
+                "WHERE pc.chunk_id = c.id AND p.status = 'active' AND starts_with(p.url, %(prefix)s))"))
+            args["prefix"] = filters.url_prefix
+    if not parts:
+        return sql.SQL(""), args
+    return sql.SQL(" AND ") + sql.SQL(" AND ").join(parts), args
+
+
+_DENSE = """
+dense AS MATERIALIZED (
+    SELECT c.id, c.embedding <=> %(vector)s::vector AS distance FROM chunks c
+    WHERE true{filters} ORDER BY c.embedding <=> %(vector)s::vector LIMIT %(limit)s)"""
+_LEXICAL = """
+terms AS (
+    SELECT k.cfg, w.word, to_tsquery(k.cfg, w.word) AS query
+    FROM chunk_configs k CROSS JOIN unnest(%(words)s::text[]) AS w(word)),
+matches AS MATERIALIZED (
+    SELECT t.word, t.cfg, c.id, ts_rank(%(weights)s::float4[], c.tsv, t.query, 1) AS tf
+    FROM terms t JOIN chunks c ON c.ts_config = t.cfg AND c.tsv @@ t.query
+    WHERE numnode(t.query) > 0{filters}),
+corpus_size AS (
+    SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM chunks) END AS n
+    FROM pg_class WHERE oid = 'chunks'::regclass),
+lexical AS MATERIALIZED (
+    SELECT m.id, sum(m.tf * ln(1 + (greatest(s.n - d.df, 0) + 0.5) / (d.df + 0.5)))::float4 AS rank
+    FROM matches m
+    JOIN (SELECT word, cfg, count(*) AS df FROM matches GROUP BY word, cfg) AS d USING (word, cfg)
+    CROSS JOIN corpus_size s
+    GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %(limit)s)"""
+_ON_PAGE = """
+on_page AS (
+    SELECT pc.chunk_id AS id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id
+    WHERE p.url = %(boost_url)s AND p.status = 'active' ORDER BY pc.position LIMIT %(page_chunks)s)"""
+_EMPTY = {"dense": "dense AS (SELECT NULL::bigint AS id, NULL::float8 AS distance WHERE false)",
+          "lexical": "lexical AS (SELECT NULL::bigint AS id, NULL::float4 AS rank WHERE false)",
+          "on_page": "on_page AS (SELECT NULL::bigint AS id WHERE false)"}
+_SELECT = """
+SELECT c.id, d.distance, l.rank, {similarity} AS similarity, (o.id IS NOT NULL) AS on_page,
+       c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path
+FROM (SELECT id FROM dense UNION SELECT id FROM lexical UNION SELECT id FROM on_page) AS cand
+JOIN chunks c ON c.id = cand.id
+LEFT JOIN dense d ON d.id = c.id
+LEFT JOIN lexical l ON l.id = c.id
+LEFT JOIN on_page o ON o.id = c.id
+LEFT JOIN LATERAL (
+    -- The page a chunk is shown from, as store/search.py: the visitor's page if the chunk is on
+    -- it, else the shortest URL (the original, not a mirror under a prefix).
+    SELECT p.url, p.title, pc.heading_path FROM page_chunks pc JOIN pages p ON p.id = pc.page_id
+    WHERE pc.chunk_id = c.id AND p.status = 'active' AND starts_with(p.url, %(shown_prefix)s)
+    ORDER BY (p.url = %(prefer_url)s) DESC, length(p.url), p.id LIMIT 1
+) AS shown ON true"""
+
+
+def search(
+    conn: PgConnection,
+    text: str,
+    vector: np.ndarray | None,
+    *,
+    k: int = 10,
+    mode: Mode = "hybrid",
+    filters: Filters | None = None,
+    params: FusionParams = DEFAULT_FUSION,
+    boost_url: str | None = None,
+    boost: float = 0.0,
+    prefer_lang: str | None = None,
+    lang_boost: float = 0.0,
+    trace: bool = False,
+) -> SearchResult:
+    """Search one tenant (a connection from PgTenants.read). Arguments and result as
+    store.search.search; the statement time limit is the transaction's (store/pg/connect.py)."""
+    if mode not in MODES:
+        raise InvalidQuery(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if k < 1 or k > 1000:
+        raise InvalidQuery("k must be between 1 and 1000")
+    if not isinstance(text, str):
+        raise InvalidQuery("the query must be text")
+    text = text[:MAX_QUERY_CHARS]
+    if mode != "bm25" and vector is None:
+        raise InvalidQuery(f"{mode} search needs a query vector")
+    limit = max(params.candidates, k)
+    started = time.perf_counter()
+    where, args = _filters(filters)
+    words = query_words(text) if mode != "dense" else []
+    boosting = bool(boost and boost_url)
+    ctes = [
+        sql.SQL(_DENSE).format(filters=where) if mode != "bm25" else sql.SQL(_EMPTY["dense"]),
+        sql.SQL(_LEXICAL).format(filters=where) if words else sql.SQL(_EMPTY["lexical"]),
+        sql.SQL(_ON_PAGE) if boosting else sql.SQL(_EMPTY["on_page"]),
+    ]
+    similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
+    query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_SELECT).format(similarity=similarity)
+    args.update(limit=limit, words=words, weights=RANK_WEIGHTS,
+                boost_url=boost_url or "", page_chunks=PAGE_CHUNKS, prefer_url=boost_url or "",
+                shown_prefix=(filters.url_prefix if filters else None) or "")
+    if vector is not None:
+        args["vector"] = query_to_pg(vector)
+    with conn.pipeline():
+        # HNSW returns at most ef_search rows: ask for the candidate depth; with filters, keep
+        # scanning the graph until enough rows pass them (pgvector 0.8 iterative scans).
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)",
+                     (str(max(40, limit)), "relaxed_order" if where.as_string(conn) else "off"))
+        rows = conn.execute(query, args).fetchall()
+    fetched_ms = (time.perf_counter() - started) * 1000
+    started = time.perf_counter()
+
+    dense = sorted(((int(r[0]), float(r[1])) for r in rows if r[1] is not None),
+                   key=lambda item: (item[1], item[0]))
+    ranked_lexical = sorted(((int(r[0]), float(r[2])) for r in rows if r[2] is not None),
+                            key=lambda item: (-item[1], item[0]))
+    # Reported as SQLite reports bm25: lower is better.
+    lexical = [(cid, -rank) for cid, rank in ranked_lexical]
+    similarities = {int(r[0]): float(r[3]) for r in rows if r[3] is not None}
+    on_page = [int(r[0]) for r in rows if r[4]]
+    details = {int(r[0]): r[5:] for r in rows}
+
+    fused = fuse(dense, lexical, params, mode)
+    if boosting and on_page and fused:
+        _boost_page(fused, on_page, similarities, boost, vector is not None)
+    ranked = sorted(fused.items(), key=lambda item: -item[1])
+    dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
+    bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
+    bm25_score = dict(lexical)
+    window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
+    hits: list[Hit] = []
+    for cid, score in window:
+        chunk_text, kind, lang, url, title, heading_path = details[cid]
+        if url is None:  # on no active page (within the URL filter): not shown, as in SQLite
+            continue
+        if prefer_lang and lang_boost and lang == prefer_lang:
+            score += lang_boost * (ranked[0][1] if ranked else 0.0)
+        hits.append(Hit(
+            chunk_id=cid, score=score, similarity=similarities.get(cid, 0.0), text=chunk_text, kind=kind,
+            lang=lang, url=url, title=title, heading_path=json.loads(heading_path),
+            dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
+        ))
+    hits.sort(key=lambda h: -h.score)
+    hits = hits[:k]
+    result_trace = None
+    if trace:
+        timings = {"query": round(fetched_ms, 3), "fuse": round((time.perf_counter() - started) * 1000, 3)}
+        result_trace = Trace(mode=mode, fts_query=" | ".join(words), dense=dense, bm25=lexical,
+                             fused=ranked[: max(k, 20)], timings_ms=timings)
+    return SearchResult(hits=hits, trace=result_trace)
+
+
+def _boost_page(fused: dict[int, float], on_page: list[int], similarities: dict[int, float], boost: float,
+                have_vector: bool) -> None:
+    """store/search.py `_boost_page` on the similarities already fetched: the visitor's page's
+    best chunks scored against the best site-wide candidates, then lifted by `boost` x the top."""
+    top = max(fused.values())
+    if have_vector:
+        leaders = [cid for cid, _ in sorted(fused.items(), key=lambda item: -item[1])[:5]]
+        best = max((similarities.get(cid, 0.0) for cid in leaders), default=0.0)
+        similar = sorted(((cid, similarities.get(cid, 0.0)) for cid in on_page), key=lambda item: -item[1])[:3]
+        for chunk_id, similarity in similar:
+            estimate = top * max(0.0, similarity) / best if best > 0 else 0.0
+            fused[chunk_id] = max(fused.get(chunk_id, 0.0), estimate)
+    for chunk_id in fused.keys() & set(on_page):
+        fused[chunk_id] += boost * top
