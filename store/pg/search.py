@@ -72,13 +72,16 @@ dense AS MATERIALIZED (
     SELECT c.id, c.embedding <=> %(vector)s::vector AS distance FROM chunks c
     WHERE true{filters} ORDER BY c.embedding <=> %(vector)s::vector LIMIT %(limit)s)"""
 _LEXICAL = """
-terms AS (
+terms AS MATERIALIZED (
     SELECT k.cfg, w.word, to_tsquery(k.cfg, w.word) AS query
     FROM chunk_configs k CROSS JOIN unnest(%(words)s::text[]) AS w(word)),
 matches AS MATERIALIZED (
-    SELECT t.word, t.cfg, c.id, ts_rank(%(weights)s::float4[], c.tsv, t.query, 1) AS tf
-    FROM terms t JOIN chunks c ON c.ts_config = t.cfg AND c.tsv @@ t.query
-    WHERE numnode(t.query) > 0{filters}),
+    -- One GIN lookup per (configuration, word). OFFSET 0 keeps the subquery a parameterised
+    -- index scan: flattened, the planner joined on ts_config and tested @@ on every chunk (4x slower).
+    SELECT t.word, t.cfg, m.id, m.tf FROM terms t CROSS JOIN LATERAL (
+        SELECT c.id, ts_rank(%(weights)s::float4[], c.tsv, t.query, 1) AS tf FROM chunks c
+        WHERE c.tsv @@ t.query AND c.ts_config = t.cfg{filters} OFFSET 0) AS m
+    WHERE numnode(t.query) > 0),
 corpus_size AS (
     SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM chunks) END AS n
     FROM pg_class WHERE oid = 'chunks'::regclass),

