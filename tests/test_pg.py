@@ -26,7 +26,7 @@ from store.errors import ModelMismatch, StoreError, TenantExists
 from store.pages import ChunkRow, PageWrite, VectorMissing, WriteStats, vector_bytes
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
-from store.pg.connect import open_pool, schema_name
+from store.pg.connect import open_pool, role_name, schema_name
 from store.pg.migrations import check_model
 from store.pg.portable import export_sqlite, import_sqlite
 from store.pg.tenants import PgTenants
@@ -291,7 +291,7 @@ def test_tenants_are_isolated_by_the_database(pg, corpus):
         with pytest.raises(StoreError, match="permission denied for schema"), pg.read(garage.id) as conn:
             conn.execute(f'SELECT count(*) FROM "{schema_name(bakery.id)}".chunks')
         with pytest.raises(psycopg.errors.InsufficientPrivilege), pg.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('role', %s, true)", (f"frontdesk_t_{garage.id.replace('-', '_')}",))
+            conn.execute("SELECT set_config('role', %s, true)", (role_name(garage.id),))
             conn.execute(f'SELECT * FROM "{schema_name(bakery.id)}".pages')
         question = QUESTIONS[0][0]
         for mode in ("hybrid", "bm25", "dense"):
@@ -427,3 +427,23 @@ def test_cli_export_and_import_on_both_backends(tmp_path, pg_url, corpus, monkey
     pool = open_pool(pg_url)
     PgTenants(pool).delete("clitenant")
     pool.close()
+
+
+def test_a_chunk_is_stemmed_in_its_own_language(tmp_path, pg, corpus):
+    """Spanish 'horneamos' (we bake) is found by 'hornear' (to bake) on PostgreSQL, whose Spanish
+    stemmer makes both 'horn'; SQLite's Porter stemmer is English and keeps them apart."""
+    text = "Horneamos pan de masa madre cada mañana en nuestra panadería."
+    vector = vector_bytes(corpus.embedder.embed([text])[0])
+    page = PageWrite(url="https://panaderia.test/", title="Panadería", lang="es", content_hash="es", chunks=[
+        ChunkRow(hash="es-1", kind="prose", lang="es", text=text, heading_path=("Panadería",), position=0,
+                 uid="es-1", tokens=12, vector=vector)])
+    lite, post = SqliteSide(tmp_path, corpus.embedder), PgSide(pg, corpus.embedder)
+    try:
+        lite.write(page)
+        post.write(page)
+        assert [h.text for h in post.search("¿cuándo hornear?", None, mode="bm25").hits] == [text]
+        assert lite.search("¿cuándo hornear?", None, mode="bm25").hits == []
+        assert [h.text for h in post.search("panaderías", None, mode="bm25").hits] == [text]  # plural → singular
+    finally:
+        lite.close()
+        post.close()
