@@ -52,7 +52,7 @@ from app.sources import (
     snippet,
 )
 from ingest.embed import Embedder
-from ingest.embed_stage import measure_pending_hits
+from ingest.embed_stage import pending_embedder
 from ingest.injection import strip_injections
 from ingest.lang import detect_language, primary_subtag
 from store import conversations, curated
@@ -259,9 +259,8 @@ class Answerer:
             conn, query, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
             boost_url=page_url or None, boost=settings.page_boost,
             prefer_lang=lang if multilingual else None, lang_boost=0.3 if multilingual else 0.0,
+            embed_pending=pending_embedder(embedder),  # passages a running crawl has not embedded yet
         )
-        # Passages a running crawl has not embedded yet (found by BM25): their similarity, measured now.
-        measure_pending_hits(result.hits, vector, embedder)
         sources = group_hits(result.hits, settings.max_sources)
         drop_boilerplate(sources, query, self._repeated_check(conn, tenant.id, stats))
         if page_text and page and len(vectors) > 1:

@@ -11,8 +11,11 @@ from there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 import anyio
 import numpy as np
@@ -21,7 +24,6 @@ from ingest.chunk import embedding_text
 from ingest.embed import Embedder
 from store.pages import vector_bytes
 from store.pending import PendingChunk, pending_chunks, pending_count, store_vectors
-from store.search import Hit
 from store.tenants import Tenant
 
 #: Chunks embedded per write transaction: large enough to keep the model's batches full, small
@@ -31,6 +33,12 @@ BATCH = 64
 
 #: How long the stage sleeps when nothing is pending while pages are still being fetched.
 IDLE_S = 0.1
+
+#: While pages are still being fetched, the share of the time the stage embeds: after a batch it
+#: pauses for as long again, so extraction and writes keep at least half of two busy cores (run
+#: flat out, the model took both and fetching 120 fastapi pages went from 20 to 72 s, pushing every
+#: page's searchable moment back). Once fetching is done it runs flat out.
+SHARE_WHILE_FETCHING = 0.5
 
 # Two stages on one tenant (a crawl's and the one `frontdesk serve` starts for what a killed crawl
 # left) take turns batch by batch, so neither embeds what the other just did.
@@ -69,7 +77,8 @@ class EmbedStage:
                 return 0
             vectors = self.embedder.embed([chunk_embedding_text(c) for c in chunks])
             with self.tenant.write() as conn:
-                stored = store_vectors(conn, [(c.id, vector_bytes(v)) for c, v in zip(chunks, vectors, strict=True)])
+                stored = store_vectors(conn, [(c.id, c.hash, vector_bytes(v))
+                                              for c, v in zip(chunks, vectors, strict=True)])
                 if stored:  # the dense side changed: caches keyed by the generation go stale
                     self.tenant.bump_generation(conn)
             self.embedded += stored
@@ -92,24 +101,44 @@ class EmbedStage:
         left; stop after the batch in hand once `stopped()`. `on_batch` gets the count left."""
         while not stopped():
             finishing = fetching_done.is_set()  # read before the step: a page written after it is seen next time
+            started = time.monotonic()
             taken = await anyio.to_thread.run_sync(self.step)
             if taken:
                 if on_batch is not None:
                     on_batch(await anyio.to_thread.run_sync(self.pending))
+                if not fetching_done.is_set():
+                    took = time.monotonic() - started
+                    with contextlib.suppress(TimeoutError):  # fetching ending cuts the pause short
+                        await asyncio.wait_for(fetching_done.wait(), took * (1 / SHARE_WHILE_FETCHING - 1))
                 continue
             if finishing:
                 return
             await asyncio.sleep(IDLE_S)
 
 
-def measure_pending_hits(hits: Sequence[Hit], vector: np.ndarray, embedder: Embedder) -> None:
-    """Give hits whose chunks have no vector yet (BM25 found them; a crawl is embedding) their
-    cosine similarity to the query `vector`, embedding their texts now: confidence and the
-    answer's choice of passages read `similarity`, and 0.0 would mean "off topic"."""
-    waiting = [hit for hit in hits if not hit.embedded]
-    if not waiting:
-        return
-    vectors = embedder.embed([embedding_text(h.title, h.heading_path, h.text) for h in waiting])
-    query = np.asarray(vector, dtype=np.float32)
-    for hit, chunk_vector in zip(waiting, vectors, strict=True):
-        hit.similarity = float(np.asarray(chunk_vector, dtype=np.float32) @ query)
+#: Vectors measured at query time for chunks still pending, by (model fingerprint, chunk hash): a
+#: crawl's early visitors ask about the same few pages, and each is embedded once, not per question.
+QUERY_TIME_CACHE = 4096
+_measured: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_measured_lock = threading.Lock()
+
+
+def pending_embedder(embedder: Embedder) -> Callable[[list[PendingChunk]], np.ndarray]:
+    """What `store.search.search(embed_pending=...)` calls for the best BM25 candidates that have
+    no vector yet: their vectors, embedded now with the tenant's model (cached)."""
+
+    def embed(chunks: list[PendingChunk]) -> np.ndarray:
+        keys = [(embedder.fingerprint, c.hash) for c in chunks]
+        with _measured_lock:
+            known = {key: _measured[key] for key in keys if key in _measured}
+        missing = [c for c, key in zip(chunks, keys, strict=True) if key not in known]
+        if missing:
+            fresh = embedder.embed([chunk_embedding_text(c) for c in missing])
+            with _measured_lock:
+                for chunk, vector in zip(missing, fresh, strict=True):
+                    known[(embedder.fingerprint, chunk.hash)] = _measured[(embedder.fingerprint, chunk.hash)] = vector
+                while len(_measured) > QUERY_TIME_CACHE:
+                    _measured.popitem(last=False)
+        return np.stack([known[key] for key in keys]) if keys else np.zeros((0, embedder.dim), dtype=np.float32)
+
+    return embed

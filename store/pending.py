@@ -20,6 +20,8 @@ class PendingChunk(msgspec.Struct, frozen=True):
     """What a pending chunk's embedding text is made from (ingest/chunk.py `embedding_text`)."""
 
     id: int
+    hash: str
+    """The chunk's content hash: its vector goes in only if the row still holds this text."""
     title: str
     heading: str
     """The heading path joined with " > " (store/pages.py)."""
@@ -29,9 +31,20 @@ class PendingChunk(msgspec.Struct, frozen=True):
 def pending_chunks(conn: apsw.Connection, limit: int, after_id: int = 0) -> list[PendingChunk]:
     """Up to `limit` pending chunks with an id above `after_id`, oldest first."""
     rows: list[Row] = conn.execute(
-        "SELECT c.id, c.title, c.heading, c.text FROM chunk_pending p JOIN chunks c ON c.id = p.chunk_id "
+        "SELECT c.id, c.hash, c.title, c.heading, c.text FROM chunk_pending p JOIN chunks c ON c.id = p.chunk_id "
         "WHERE p.chunk_id > ? ORDER BY p.chunk_id LIMIT ?", (after_id, limit)).fetchall()
     return [PendingChunk(*row) for row in rows]
+
+
+def pending_rows(conn: apsw.Connection, chunk_ids: list[int]) -> list[PendingChunk]:
+    """These chunks' embedding material, in the order given (ids that are gone left out)."""
+    if not chunk_ids:
+        return []
+    marks = ",".join("?" * len(chunk_ids))
+    rows: list[Row] = conn.execute(
+        f"SELECT id, hash, title, heading, text FROM chunks WHERE id IN ({marks})", chunk_ids).fetchall()
+    found = {row[0]: PendingChunk(*row) for row in rows}
+    return [found[i] for i in chunk_ids if i in found]
 
 
 def pending_count(conn: apsw.Connection) -> int:
@@ -51,14 +64,16 @@ def pending_among(conn: apsw.Connection, chunk_ids: Iterable[int]) -> set[int]:
     return found
 
 
-def store_vectors(conn: apsw.Connection, vectors: Iterable[tuple[int, bytes]]) -> int:
-    """Give pending chunks their vectors, as (chunk id, float32 bytes); returns how many went in.
-    A chunk no longer pending (deleted with its page meanwhile, or given a vector by
-    `frontdesk reindex`) is skipped: a chunk never gets a second vector. Call inside a transaction:
+def store_vectors(conn: apsw.Connection, vectors: Iterable[tuple[int, str, bytes]]) -> int:
+    """Give pending chunks their vectors, as (chunk id, content hash, float32 bytes); returns how
+    many went in. A chunk no longer pending (deleted with its page meanwhile, or given a vector by
+    `frontdesk reindex`) is skipped: a chunk never gets a second vector; so is an id that now
+    names another text (SQLite reuses the highest id after a delete). Call inside a transaction:
     each chunk's vector and the end of its pending entry are one change."""
     stored = 0
-    for chunk_id, blob in vectors:
-        conn.execute("DELETE FROM chunk_pending WHERE chunk_id = ?", (chunk_id,))
+    for chunk_id, chunk_hash, blob in vectors:
+        conn.execute("DELETE FROM chunk_pending WHERE chunk_id = ? AND EXISTS "
+                     "(SELECT 1 FROM chunks WHERE id = ? AND hash = ?)", (chunk_id, chunk_id, chunk_hash))
         if not conn.changes():
             continue
         conn.execute("INSERT INTO chunk_vec(rowid, embedding, kind, lang) SELECT id, ?, kind, lang FROM chunks "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from typing import Literal
 
 import apsw
@@ -19,7 +20,7 @@ import numpy as np
 from store import vector_index
 from store.connect import Row, all_rows, one_row, time_limit
 from store.errors import BackendUnavailable, InvalidQuery
-from store.pending import pending_among
+from store.pending import PendingChunk, pending_among, pending_rows
 
 Mode = Literal["hybrid", "bm25", "dense"]
 MODES = ("hybrid", "bm25", "dense")
@@ -117,6 +118,13 @@ class FusionParams(msgspec.Struct, frozen=True, kw_only=True):
 
 
 DEFAULT_FUSION = FusionParams()
+
+#: While a crawl is embedding, the best BM25 candidates without vectors yet that are embedded at
+#: query time (`embed_pending`) so they take their place on the dense side too.
+PENDING_CANDIDATES = 8
+
+EmbedPending = Callable[[list[PendingChunk]], np.ndarray]
+"""Vectors (one row each, float32, unit length) for chunks that have none stored yet."""
 
 
 def fts_terms(text: str) -> list[str]:
@@ -310,6 +318,22 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
     return row[0], row[1], json.loads(row[2])
 
 
+def _with_pending(conn: apsw.Connection, dense: list[tuple[int, float]], lexical: list[tuple[int, float]],
+                  vector: np.ndarray, limit: int,
+                  embed_pending: EmbedPending) -> tuple[list[tuple[int, float]], dict[int, float]]:
+    """The dense candidates with the best BM25 candidates that have no vector yet merged in by
+    their similarity, measured now; and those similarities (chunk id → cosine)."""
+    waiting = pending_among(conn, [cid for cid, _ in lexical[:PENDING_CANDIDATES]])
+    if not waiting:
+        return dense, {}
+    rows = pending_rows(conn, [cid for cid, _ in lexical[:PENDING_CANDIDATES] if cid in waiting])
+    vectors = np.asarray(embed_pending(rows), dtype=np.float32)
+    query = np.asarray(vector, dtype=np.float32)
+    measured = {row.id: float(v @ query) for row, v in zip(rows, vectors, strict=True)}
+    merged = sorted([*dense, *((cid, 1.0 - s) for cid, s in measured.items())], key=lambda item: item[1])
+    return merged[:limit], measured
+
+
 def cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
     """Cosine similarity of the query vector to each stored chunk vector (chunk id → similarity).
     A chunk without a vector yet (pending) is left out of the result."""
@@ -365,8 +389,13 @@ def search(
     lang_boost: float = 0.0,
     trace: bool = False,
     time_limit_s: float = 2.0,
+    embed_pending: EmbedPending | None = None,
 ) -> SearchResult:
-    """Search one tenant. `vector` is the query embedding (required unless mode is bm25)."""
+    """Search one tenant. `vector` is the query embedding (required unless mode is bm25).
+
+    Chunks a running crawl wrote before their vectors (pending) are found by BM25 alone; with
+    `embed_pending`, a hybrid search embeds the best few of them now and ranks them on the dense
+    side too, as if their vectors were stored (without, they rank by BM25 and get similarity 0)."""
     if mode not in MODES:
         raise InvalidQuery(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if k < 1 or k > 1000:
@@ -382,14 +411,16 @@ def search(
     try:
         with time_limit(conn, time_limit_s):
             return _search(conn, text, vector, k=k, mode=mode, filters=filters, params=params, boost_url=boost_url,
-                           boost=boost, prefer_lang=prefer_lang, lang_boost=lang_boost, trace=trace, limit=limit)
+                           boost=boost, prefer_lang=prefer_lang, lang_boost=lang_boost, trace=trace, limit=limit,
+                           embed_pending=embed_pending)
     except apsw.InterruptError:
         raise BackendUnavailable(f"the search took longer than {time_limit_s:g} s; please try again") from None
 
 
 def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: int, mode: Mode,
             filters: Filters | None, params: FusionParams, boost_url: str | None, boost: float,
-            prefer_lang: str | None, lang_boost: float, trace: bool, limit: int) -> SearchResult:
+            prefer_lang: str | None, lang_boost: float, trace: bool, limit: int,
+            embed_pending: EmbedPending | None = None) -> SearchResult:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     dense: list[tuple[int, float]] = []
@@ -403,6 +434,12 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     if mode != "dense":
         query, lexical = bm25_candidates(conn, text, limit, filters, params)
     timings["bm25"] = (time.perf_counter() - started) * 1000
+    measured: dict[int, float] = {}
+    if embed_pending is not None and mode == "hybrid" and lexical:
+        assert vector is not None
+        started = time.perf_counter()
+        dense, measured = _with_pending(conn, dense, lexical, vector, limit, embed_pending)
+        timings["pending"] = (time.perf_counter() - started) * 1000
 
     started = time.perf_counter()
     fused = fuse(dense, lexical, params, mode)
@@ -430,6 +467,7 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     # Chunks written before their vectors (a crawl in progress): BM25 ranks them, the dense side
     # cannot; they are marked so the caller can measure their similarity another way.
     pending = pending_among(conn, ids) if ids else set()
+    similarity.update({cid: s for cid, s in measured.items() if cid in pending})
     hits: list[Hit] = []
     for cid, score in window:
         if cid not in rows:
