@@ -47,6 +47,11 @@ def pending_rows(conn: apsw.Connection, chunk_ids: list[int]) -> list[PendingChu
     return [found[i] for i in chunk_ids if i in found]
 
 
+def has_pending(conn: apsw.Connection) -> bool:
+    """Whether any chunk waits for its vector (one index probe: cheap enough for every question)."""
+    return conn.execute("SELECT 1 FROM chunk_pending LIMIT 1").fetchone() is not None
+
+
 def pending_count(conn: apsw.Connection) -> int:
     """How many chunks wait for a vector."""
     return int(one_row(conn.execute("SELECT count(*) FROM chunk_pending"))[0])

@@ -20,7 +20,7 @@ import numpy as np
 from store import vector_index
 from store.connect import Row, all_rows, one_row, time_limit
 from store.errors import BackendUnavailable, InvalidQuery
-from store.pending import PendingChunk, pending_among, pending_rows
+from store.pending import PendingChunk, has_pending, pending_among, pending_rows
 
 Mode = Literal["hybrid", "bm25", "dense"]
 MODES = ("hybrid", "bm25", "dense")
@@ -318,20 +318,21 @@ def _page_for_chunk(conn: apsw.Connection, chunk_id: int, prefer_url: str | None
     return row[0], row[1], json.loads(row[2])
 
 
-def _with_pending(conn: apsw.Connection, dense: list[tuple[int, float]], lexical: list[tuple[int, float]],
-                  vector: np.ndarray, limit: int,
-                  embed_pending: EmbedPending) -> tuple[list[tuple[int, float]], dict[int, float]]:
-    """The dense candidates with the best BM25 candidates that have no vector yet merged in by
-    their similarity, measured now; and those similarities (chunk id → cosine)."""
-    waiting = pending_among(conn, [cid for cid, _ in lexical[:PENDING_CANDIDATES]])
-    if not waiting:
-        return dense, {}
-    rows = pending_rows(conn, [cid for cid, _ in lexical[:PENDING_CANDIDATES] if cid in waiting])
-    vectors = np.asarray(embed_pending(rows), dtype=np.float32)
+def _pending_candidates(conn: apsw.Connection, text: str, filters: Filters | None,
+                        params: FusionParams) -> list[PendingChunk]:
+    """The best BM25 candidates that have no vector yet (at most `PENDING_CANDIDATES`)."""
+    _, lexical = bm25_candidates(conn, text, PENDING_CANDIDATES, filters, params)
+    waiting = pending_among(conn, [cid for cid, _ in lexical])
+    return pending_rows(conn, [cid for cid, _ in lexical if cid in waiting])
+
+
+def _measure(chunks: list[PendingChunk], vector: np.ndarray, embed_pending: EmbedPending) -> dict[int, float]:
+    """Chunk id → cosine similarity to the query, from vectors made now."""
+    if not chunks:
+        return {}
+    vectors = np.asarray(embed_pending(chunks), dtype=np.float32)
     query = np.asarray(vector, dtype=np.float32)
-    measured = {row.id: float(v @ query) for row, v in zip(rows, vectors, strict=True)}
-    merged = sorted([*dense, *((cid, 1.0 - s) for cid, s in measured.items())], key=lambda item: item[1])
-    return merged[:limit], measured
+    return {chunk.id: float(v @ query) for chunk, v in zip(chunks, vectors, strict=True)}
 
 
 def cosine_similarities(conn: apsw.Connection, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
@@ -409,10 +410,16 @@ def search(
     if mode != "bm25" and (filters is None or not filters.url_prefix):
         vector_index.index_for(conn)  # a (re)build after a content change is not the query's time
     try:
+        measured: dict[int, float] = {}
+        if embed_pending is not None and mode == "hybrid" and has_pending(conn):
+            assert vector is not None
+            with time_limit(conn, time_limit_s):
+                waiting = _pending_candidates(conn, text, filters, params)
+            measured = _measure(waiting, vector, embed_pending)  # the model's time is not the query's
         with time_limit(conn, time_limit_s):
             return _search(conn, text, vector, k=k, mode=mode, filters=filters, params=params, boost_url=boost_url,
                            boost=boost, prefer_lang=prefer_lang, lang_boost=lang_boost, trace=trace, limit=limit,
-                           embed_pending=embed_pending)
+                           measured=measured)
     except apsw.InterruptError:
         raise BackendUnavailable(f"the search took longer than {time_limit_s:g} s; please try again") from None
 
@@ -420,7 +427,7 @@ def search(
 def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: int, mode: Mode,
             filters: Filters | None, params: FusionParams, boost_url: str | None, boost: float,
             prefer_lang: str | None, lang_boost: float, trace: bool, limit: int,
-            embed_pending: EmbedPending | None = None) -> SearchResult:
+            measured: dict[int, float] | None = None) -> SearchResult:
     timings: dict[str, float] = {}
     started = time.perf_counter()
     dense: list[tuple[int, float]] = []
@@ -434,12 +441,9 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     if mode != "dense":
         query, lexical = bm25_candidates(conn, text, limit, filters, params)
     timings["bm25"] = (time.perf_counter() - started) * 1000
-    measured: dict[int, float] = {}
-    if embed_pending is not None and mode == "hybrid" and lexical:
-        assert vector is not None
-        started = time.perf_counter()
-        dense, measured = _with_pending(conn, dense, lexical, vector, limit, embed_pending)
-        timings["pending"] = (time.perf_counter() - started) * 1000
+    measured = measured or {}
+    if measured:  # pending chunks measured at query time take their place among the dense candidates
+        dense = sorted([*dense, *((cid, 1.0 - sim) for cid, sim in measured.items())], key=lambda item: item[1])[:limit]
 
     started = time.perf_counter()
     fused = fuse(dense, lexical, params, mode)
