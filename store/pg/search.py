@@ -3,7 +3,9 @@ chunk language), fused by the same weighted RRF as store/search.py into the same
 
 The lexical score is BM25's shape built from PostgreSQL's parts: per query word, `ts_rank` of
 that word alone (term frequency, saturating, weighted by title/heading/text, normalised by the
-chunk's length) times the word's inverse document frequency, summed. `ts_rank_cd` over the whole
+chunk's length) times the word's inverse document frequency, summed — computed for the chunks
+whose words have the highest summed IDF (`COARSE` x the candidates), as reading every matching
+chunk's tsvector cost ~0.5 s at 100k chunks. `ts_rank_cd` over the whole
 query, without IDF, let a common word outrank a rare one: the SQLite side's top passage was
 PostgreSQL's for 1 of 10 pypug questions in BM25 mode (4 of 10 fused); with IDF, see
 tests/test_pg.py.
@@ -42,6 +44,9 @@ from store.search import (
 #: ts_rank weights {D, C, B, A}: text 1, heading 1.5, title 3 relative to each other, as the
 #: SQLite side's bm25(title 3.0, heading 1.5, text 1.0) (the tsvector's A, B and D parts).
 RANK_WEIGHTS = "{0.3333, 0, 0.5, 1.0}"
+#: The lexical side ranks COARSE x candidates by their words' IDF alone, then those by BM25's
+#: shape (IDF x ts_rank).
+COARSE = 4
 #: How many of the visitor's page's chunks are considered for the page boost (as SQLite).
 PAGE_CHUNKS = 500
 
@@ -76,20 +81,27 @@ terms AS MATERIALIZED (
     SELECT k.cfg, w.word, to_tsquery(k.cfg, w.word) AS query
     FROM chunk_configs k CROSS JOIN unnest(%(words)s::text[]) AS w(word)),
 matches AS MATERIALIZED (
-    -- One GIN lookup per (configuration, word). OFFSET 0 keeps the subquery a parameterised
-    -- index scan: flattened, the planner joined on ts_config and tested @@ on every chunk (4x slower).
-    SELECT t.word, t.cfg, m.id, m.tf FROM terms t CROSS JOIN LATERAL (
-        SELECT c.id, ts_rank(%(weights)s::float4[], c.tsv, t.query, 1) AS tf FROM chunks c
-        WHERE c.tsv @@ t.query AND c.ts_config = t.cfg{filters} OFFSET 0) AS m
+    -- One GIN lookup per (configuration, word), ids only. OFFSET 0 keeps the subquery a
+    -- parameterised index scan: flattened, the planner joined on ts_config and tested @@ on
+    -- every chunk (4x slower).
+    SELECT t.word, t.cfg, m.id FROM terms t CROSS JOIN LATERAL (
+        SELECT c.id FROM chunks c WHERE c.tsv @@ t.query AND c.ts_config = t.cfg{filters} OFFSET 0) AS m
     WHERE numnode(t.query) > 0),
 corpus_size AS (
     SELECT CASE WHEN reltuples > 0 THEN reltuples ELSE (SELECT count(*) FROM chunks) END AS n
     FROM pg_class WHERE oid = 'chunks'::regclass),
+idf AS (
+    SELECT word, cfg, ln(1 + (greatest(s.n - count(*), 0) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM matches CROSS JOIN corpus_size s GROUP BY word, cfg, s.n),
+coarse AS MATERIALIZED (
+    -- First by the IDF of the words a chunk has (no tsvector read), then the best of those by
+    -- term frequency too: ts_rank reads the chunk's whole tsvector, too dear for every match.
+    SELECT m.id FROM matches m JOIN idf i USING (word, cfg)
+    GROUP BY m.id ORDER BY sum(i.idf) DESC, m.id LIMIT %(coarse)s),
 lexical AS MATERIALIZED (
-    SELECT m.id, sum(m.tf * ln(1 + (greatest(s.n - d.df, 0) + 0.5) / (d.df + 0.5)))::float4 AS rank
-    FROM matches m
-    JOIN (SELECT word, cfg, count(*) AS df FROM matches GROUP BY word, cfg) AS d USING (word, cfg)
-    CROSS JOIN corpus_size s
+    SELECT m.id, sum(i.idf * ts_rank(%(weights)s::float4[], c.tsv, t.query, 1))::float4 AS rank
+    FROM coarse co JOIN matches m ON m.id = co.id JOIN idf i USING (word, cfg)
+    JOIN terms t USING (word, cfg) JOIN chunks c ON c.id = m.id
     GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %(limit)s)"""
 _ON_PAGE = """
 on_page AS (
@@ -153,7 +165,7 @@ def search(
     ]
     similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
     query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_SELECT).format(similarity=similarity)
-    args.update(limit=limit, words=words, weights=RANK_WEIGHTS,
+    args.update(limit=limit, coarse=COARSE * limit, words=words, weights=RANK_WEIGHTS,
                 boost_url=boost_url or "", page_chunks=PAGE_CHUNKS, prefer_url=boost_url or "",
                 shown_prefix=(filters.url_prefix if filters else None) or "")
     if vector is not None:
