@@ -203,6 +203,7 @@ def _fill_postgres(lite: apsw.Connection, pg: PgConnection) -> dict[str, int]:
         copied[table] = _copy_lite_table(lite, pg, table)
     columns = (*CHUNK_COLUMNS, "embedding", "ts_config")
     chunks = vectors = 0
+    pg_migrations.drop_search_indexes(pg)  # built again below, once, over all the rows
     with pg.cursor().copy(f"COPY chunks ({', '.join(columns)}) FROM STDIN") as copy:
         cursor = lite.execute(
             f"SELECT {', '.join('c.' + c for c in CHUNK_COLUMNS)}, v.embedding FROM chunks c "
@@ -213,6 +214,8 @@ def _fill_postgres(lite: apsw.Connection, pg: PgConnection) -> dict[str, int]:
             chunks += 1
             vectors += blob is not None
     copied["chunks"], copied["vectors"] = chunks, vectors
+    pg.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
+    pg_migrations.create_search_indexes(pg)
     pg.execute("INSERT INTO chunk_configs(cfg) SELECT DISTINCT ts_config FROM chunks ON CONFLICT DO NOTHING")
     for table in ("page_chunks", "facts", "forms", "actions", "page_flags"):
         copied[table] = _copy_lite_table(lite, pg, table)
