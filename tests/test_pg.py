@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 from pathlib import Path
 
 import msgspec
@@ -22,7 +23,7 @@ from store import pages as sqlite_pages
 from store import search as sqlite_search
 from store.backup import verify
 from store.config import SiteConfig
-from store.errors import ModelMismatch, StoreError, TenantExists
+from store.errors import BackendUnavailable, ModelMismatch, StoreError, TenantExists
 from store.pages import ChunkRow, PageWrite, VectorMissing, WriteStats, vector_bytes
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
@@ -447,3 +448,15 @@ def test_a_chunk_is_stemmed_in_its_own_language(tmp_path, pg, corpus):
     finally:
         lite.close()
         post.close()
+
+
+def test_a_database_that_is_not_there_is_one_clear_error():
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    expected = f"cannot connect to PostgreSQL at 127.0.0.1:{port}/frontdesk"
+    with pytest.raises(BackendUnavailable, match=expected) as caught:
+        open_pool(f"postgresql://someone:secret@127.0.0.1:{port}/frontdesk", timeout=1)
+    assert "secret" not in caught.value.message
+    with pytest.raises(StoreError, match="not a PostgreSQL URL"):
+        open_pool("not a url", timeout=1)

@@ -49,17 +49,21 @@ def role_name(tenant_id: str) -> str:
     return _name("frontdesk_t_", tenant_id)
 
 
-def open_pool(url: str, *, min_size: int = 1, max_size: int = 8) -> ConnectionPool:
+def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = POOL_TIMEOUT_S) -> ConnectionPool:
     """A pool of connections to `url` (FRONTDESK_DATABASE_URL), opened and checked now, so a
     wrong URL or a server that is down is reported once, clearly, instead of on first use."""
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise StoreError(f"FRONTDESK_DATABASE_URL is not a PostgreSQL URL: {exc}") from None
     pool = ConnectionPool(url, min_size=min_size, max_size=max_size, open=False,
                           kwargs={"autocommit": False}, name="frontdesk")
     try:
-        pool.open(wait=True, timeout=POOL_TIMEOUT_S)
+        pool.open(wait=True, timeout=timeout)
     except PoolTimeout:
         pool.close()
         raise BackendUnavailable(
-            f"cannot connect to PostgreSQL at {_safe_url(url)} within {POOL_TIMEOUT_S:g} s; check "
+            f"cannot connect to PostgreSQL at {_safe_url(url)} within {timeout:g} s; check "
             "FRONTDESK_DATABASE_URL and that the server is running"
         ) from None
     return pool
