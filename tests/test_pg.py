@@ -460,3 +460,24 @@ def test_a_database_that_is_not_there_is_one_clear_error():
     assert "secret" not in caught.value.message
     with pytest.raises(StoreError, match="not a PostgreSQL URL"):
         open_pool("not a url", timeout=1)
+
+
+def test_term_coverage_agrees_with_sqlite(tmp_path, pg, corpus):
+    lite, post = SqliteSide(tmp_path, corpus.embedder), PgSide(pg, corpus.embedder)
+    try:
+        for page in corpus.pages:
+            lite.write(page)
+            post.write(page)
+        questions = [q for q, _ in QUESTIONS] + ["can I pay for croissants with bitcoin", "snake_case naming"]
+        for question in questions:
+            expected = sqlite_search.term_coverage(lite.tenant.reader(), question)
+            with pg.read(post.id) as conn:
+                assert pg_search.term_coverage(conn, question) == expected, question
+        with pg.read(post.id) as conn:
+            off_topic = pg_search.term_coverage(conn, "can I pay for croissants with bitcoin")
+            assert {"croissants", "bitcoin"} <= set(off_topic.unknown), off_topic
+            assert pg_search.term_coverage(conn, QUESTIONS[0][0]).share == 1.0
+            assert pg_search.document_counts(conn, ["pypi", "zzzz"], cap=3) == {"pypi": 3, "zzzz": 0}
+    finally:
+        lite.close()
+        post.close()

@@ -37,7 +37,11 @@ from store.search import (
     Hit,
     Mode,
     SearchResult,
+    TermCoverage,
     Trace,
+    content_terms,
+    coverage_from_counts,
+    coverage_threshold,
     fuse,
 )
 
@@ -233,3 +237,39 @@ def _boost_page(fused: dict[int, float], on_page: list[int], similarities: dict[
             fused[chunk_id] = max(fused.get(chunk_id, 0.0), estimate)
     for chunk_id in fused.keys() & set(on_page):
         fused[chunk_id] += boost * top
+
+
+_COUNTS = """
+SELECT w.term, (
+    SELECT count(*) FROM (
+        SELECT 1 FROM chunk_configs k CROSS JOIN LATERAL (
+            SELECT 1 FROM chunks c WHERE c.tsv @@ phraseto_tsquery(k.cfg, w.term) AND c.ts_config = k.cfg
+            LIMIT %(cap)s OFFSET 0) AS hit
+        LIMIT %(cap)s) AS found)
+FROM unnest(%(terms)s::text[]) AS w(term)"""
+
+
+def document_counts(conn: PgConnection, terms: list[str], cap: int = 1000) -> dict[str, int]:
+    """As store.search.document_counts: in how many chunks each term occurs, stemmed as each
+    chunk is, counted up to `cap`; one statement for all the terms."""
+    if not terms:
+        return {}
+    counts = {term: 0 for term in terms}
+    for term, found in conn.execute(_COUNTS, {"terms": list(terms), "cap": cap}):
+        counts[term] = int(found)
+    return counts
+
+
+def chunk_count(conn: PgConnection) -> int:
+    row = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    return int(row[0]) if row else 0
+
+
+def term_coverage(conn: PgConnection, text: str, min_chunks: int | None = None,
+                  also_known: str = "") -> TermCoverage:
+    """As store.search.term_coverage: which of the question's content words the site uses in at
+    least `min_chunks` chunks (by default `coverage_threshold` of the tenant's size)."""
+    if min_chunks is None:
+        min_chunks = coverage_threshold(chunk_count(conn))
+    floor = max(1, min_chunks)
+    return coverage_from_counts(text, document_counts(conn, content_terms(text), cap=floor), floor, also_known)
