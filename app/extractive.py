@@ -48,6 +48,13 @@ SEMANTIC_UNITS = 0
 FOLLOW_MARGIN = 0.5
 #: A neighbour of the lead in its own passage, within this much.
 NEIGHBOUR_MARGIN = 1.0
+#: A sentence this short right after the lead in its paragraph finishes the lead's thought.
+SHORT_SENTENCE = 40
+#: A sentence that opens with one of these leans on the one before it.
+_CONTINUES = re.compile(
+    r"\s*(?:but|however|so|this|that|these|those|it|they|then|otherwise|instead|also|"
+    r"pero|sin embargo|as[ií] que|esto|eso|entonces|tambi[eé]n|aber|jedoch|das|dies|dann|sonst|stattdessen|auch)\b",
+    re.I)
 
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 _WORD = re.compile(r"\w+")
@@ -101,6 +108,9 @@ class Unit(msgspec.Struct, kw_only=True):
     """What it is about beyond its own words: FAQ question, table header, heading path, title."""
     passage_similarity: float = 0.0
     """Similarity of the stored passage it was cut from to the question (no embedding per unit)."""
+    block: int = -1
+    """Which paragraph (or list item, table, code block) of its source it belongs to: sentences of one
+    paragraph share it."""
 
 
 class Quote(msgspec.Struct, kw_only=True):
@@ -236,24 +246,29 @@ def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None 
     else:
         segments = [(source.text, source.kind, source.context, source.similarity)]
     units: list[Unit] = []
+    blocks = 0
     for text, kind, heading, similarity in segments:
         about_segment = f"{heading} {source.title}"
-        for piece, unit_kind, about in _segment_units(text, kind):
+        pieces = _segment_units(text, kind)
+        for piece, unit_kind, about, block in pieces:
             units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
-                              about=f"{about} {about_segment}".strip(), passage_similarity=similarity))
+                              about=f"{about} {about_segment}".strip(), passage_similarity=similarity,
+                              block=blocks + block))
+        blocks += 1000 + max((block for *_, block in pieces), default=0)
     return units
 
 
 @functools.lru_cache(maxsize=8192)
-def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str], ...]:
-    """(text, kind, about) of the units of one stored passage; remembered, since the same pages
-    are read question after question."""
-    out: list[tuple[str, str, str]] = []
+def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...]:
+    """(text, kind, about, block) of the units of one stored passage; remembered, since the same
+    pages are read question after question. `block` numbers the paragraphs, and the lines of a list."""
+    out: list[tuple[str, str, str, int]] = []
+    number = 0
 
-    def add(piece: str, unit_kind: str, about: str = "") -> None:
+    def add(piece: str, unit_kind: str, about: str = "", line: int = 0) -> None:
         piece = piece.strip()
         if len(piece) > 2:
-            out.append((piece, unit_kind, about))
+            out.append((piece, unit_kind, about, number * 1000 + min(line, 999)))
 
     for number, block in enumerate(text.split("\n\n")):
         faq = _FAQ.match(block)
@@ -267,10 +282,13 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str], ...]:
         elif "\n" in block.strip() and is_code(block):
             add(block, "code")
         else:
+            cursor = 0
             for sentence in split_sentences(block):
+                found = block.find(sentence[:40], cursor)
+                cursor = found if found >= 0 else cursor
                 # A question is never an answer (a heading like "Do you deliver?").
                 if not sentence.rstrip().endswith(("?", "？")):
-                    add(sentence, "sentence")
+                    add(sentence, "sentence", line=block.count("\n", 0, cursor))
     return tuple(out)
 
 
@@ -487,11 +505,14 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         before = units[neighbour if step < 0 else index_of.get((lead_unit.source, lead_unit.position + step - 1), lead)]
         introduced = step > 0 and before.text.rstrip().endswith(":")
         candidate = units[neighbour]
+        # "But it is now deprecated.", "Standardmäßig 600.": the rest of the same thought.
+        continues = (step > 0 and candidate.kind == before.kind == "sentence" and candidate.block == before.block
+                     and (bool(_CONTINUES.match(candidate.text)) or len(candidate.text) <= SHORT_SENTENCE))
         folded = candidate.text.casefold()
         if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
             continue  # the same words again (an FAQ answer is also on its page as prose)
         on_subject = bool(subject & stems(candidate.text))
-        if introduced or (on_subject and score[lead] - score[neighbour] <= NEIGHBOUR_MARGIN):
+        if introduced or continues or (on_subject and score[lead] - score[neighbour] <= NEIGHBOUR_MARGIN):
             chosen.append(neighbour)
             used += len(units[neighbour].text)
         elif step > 0:

@@ -152,7 +152,8 @@ def test_eval_command_beir_and_usage_errors(tiny_beir: Path, data_dir: Path, cap
 
 
 def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
-    names = ["pypug.jsonl", "fastapi.jsonl"] + [f"{group}/{site}.jsonl" for group in ("heldout", "report", "unseen")
+    names = ["pypug.jsonl", "fastapi.jsonl"] + [f"{group}/{site}.jsonl"
+                                                 for group in ("heldout", "report", "unseen", "fresh")
                                                  for site in ("pypug", "fastapi", "demo")]
     for name in names:
         items = ev.load_golden(EVAL / name)

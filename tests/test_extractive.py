@@ -182,3 +182,25 @@ def test_a_list_of_words_is_prose_not_code():
                        "  - Installing packages using virtualenv")
     assert is_code("pip install foo\npython -m build\ntwine upload dist/*")
     assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
+
+
+def test_a_sentence_that_finishes_the_lead_s_thought_is_quoted_with_it():
+    """"But it is now deprecated." and "Default 600." are the answer, though they share no word
+    with the question: they read on from the lead in its own paragraph, and a new paragraph does not."""
+    docker = source(1, "There used to be an official FastAPI Docker image: tiangolo/uvicorn-gunicorn-fastapi. "
+                       "But it is now deprecated.\n\nYou should build your own image from the official Python one.",
+                    title="FastAPI in Containers - Docker")
+    counts = {"tiangolo": 1, "uvicorn": 20, "gunicorn": 3, "fastapi": 90, "docker": 4, "imag": 5, "base": 10}
+    question = "should I still build on the tiangolo/uvicorn-gunicorn-fastapi docker base image?"
+    texts = [q.text for q in select(question, [docker], term_weights(question, counts, 100)).quotes]
+    assert texts[:2] == ["There used to be an official FastAPI Docker image: tiangolo/uvicorn-gunicorn-fastapi.",
+                         "But it is now deprecated."], texts
+    cors = source(1, "- max_age - Sets a maximum time in seconds for browsers to cache CORS responses. Default 600.\n"
+                     "- expose_headers - Indicate any response headers that should be made accessible to the browser.",
+                  title="CORS")
+    question = "how long may browsers cache the CORS responses?"
+    texts = [q.text for q in select(question, [cors], term_weights(question, {"cach": 2, "cors": 5, "brows": 4},
+                                                                   100)).quotes]
+    assert texts[:2] == ["- max_age - Sets a maximum time in seconds for browsers to cache CORS responses.",
+                         "Default 600."], texts
+    assert not any(t.startswith("- expose_headers") for t in texts)  # the next item is another thought
