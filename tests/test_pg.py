@@ -481,3 +481,34 @@ def test_term_coverage_agrees_with_sqlite(tmp_path, pg, corpus):
     finally:
         lite.close()
         post.close()
+
+
+def test_a_chunk_waiting_for_its_vector_moves_as_pending(tmp_path, pg, corpus):
+    """An SQLite file written while a crawl was still embedding holds chunks without vectors
+    (pending): they move without one, are found by their words, and are pending again after the
+    way back."""
+    page = corpus.pages[0]
+    waiting = ChunkRow(hash="not-embedded-yet", kind="prose", lang="en", text="Twine uploads wheels to TestPyPI.",
+                       heading_path=("Pending",), position=len(page.chunks), uid="pending", tokens=6, vector=None)
+    registry = TenantRegistry(tmp_path / "src")
+    tenant, _ = registry.create(SiteConfig(site=PYPUG_ORIGIN + "/"), "waiting", embedder_id=corpus.embedder.id,
+                                dim=corpus.embedder.dim)
+    with tenant.write() as conn:
+        written = sqlite_pages.write_page(conn, msgspec.structs.replace(page, chunks=[*page.chunks, waiting]))
+    assert written.chunks_pending == 1
+    registry.close_all()
+    imported = import_postgres(pg, "waiting", registry.path("waiting"))
+    assert imported.vectors == imported.chunks - 1
+    with pg.read("waiting") as conn:
+        hits = pg_search.search(conn, "twine uploads wheels", corpus.vectors[QUESTIONS[0][0]], k=20).hits
+    found = [h for h in hits if h.text == waiting.text]
+    assert found and not found[0].embedded and found[0].similarity == 0.0 and found[0].dense_rank is None
+    out = tmp_path / "out" / "tenants" / "waiting.db"
+    out.parent.mkdir(parents=True)
+    export_postgres(pg, "waiting", out)
+    assert _content(out) == _content(registry.path("waiting"))
+    back = TenantRegistry(out.parent.parent)
+    pending = back.get("waiting").reader().execute("SELECT chunk_id FROM chunk_pending").fetchall()
+    back.close_all()
+    assert [row[0] for row in pending] == [found[0].chunk_id]
+    pg.delete("waiting")

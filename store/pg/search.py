@@ -116,7 +116,7 @@ _EMPTY = {"dense": "dense AS (SELECT NULL::bigint AS id, NULL::float8 AS distanc
           "on_page": "on_page AS (SELECT NULL::bigint AS id WHERE false)"}
 _SELECT = """
 SELECT c.id, d.distance, l.rank, {similarity} AS similarity, (o.id IS NOT NULL) AS on_page,
-       c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path
+       c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path, c.embedding IS NOT NULL
 FROM (SELECT id FROM dense UNION SELECT id FROM lexical UNION SELECT id FROM on_page) AS cand
 JOIN chunks c ON c.id = cand.id
 LEFT JOIN dense d ON d.id = c.id
@@ -203,7 +203,7 @@ def search(
     window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
     hits: list[Hit] = []
     for cid, score in window:
-        chunk_text, kind, lang, url, title, heading_path = details[cid]
+        chunk_text, kind, lang, url, title, heading_path, embedded = details[cid]
         if url is None:  # on no active page (within the URL filter): not shown, as in SQLite
             continue
         if prefer_lang and lang_boost and lang == prefer_lang:
@@ -212,6 +212,7 @@ def search(
             chunk_id=cid, score=score, similarity=similarities.get(cid, 0.0), text=chunk_text, kind=kind,
             lang=lang, url=url, title=title, heading_path=json.loads(heading_path),
             dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
+            embedded=embedded,
         ))
     hits.sort(key=lambda h: -h.score)
     hits = hits[:k]
