@@ -83,6 +83,18 @@ def test_full_crawl_indexes_every_sitemap_page_not_excluded(crawled, pypug_copy)
     assert coverage.sitemap_covered >= coverage.sitemap_urls - 1
 
 
+def test_a_crawl_ends_when_every_new_chunk_has_its_vector(crawled):
+    # Pages are written before their vectors (the embedding stage runs beside fetching); the job
+    # ends only when that stage has drained, each distinct text embedded once.
+    _, tenant, _, _, summary = crawled
+    conn = tenant.reader()
+    chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    assert summary.chunks_pending == 0 and conn.execute("SELECT count(*) FROM chunk_pending").fetchone()[0] == 0
+    assert chunks <= summary.chunks_embedded <= summary.chunks_added  # (a page removed meanwhile takes its chunks)
+    assert conn.execute("SELECT count(*) FROM chunk_vec").fetchone()[0] == chunks
+    assert summary.searchable_s is not None and 0 < summary.searchable_s <= summary.seconds
+
+
 def test_unchanged_recrawl_embeds_nothing_and_transfers_no_bodies(crawled):
     _, tenant, embedder, server, _ = crawled
     before = len(server.requests)
