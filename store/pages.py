@@ -300,6 +300,9 @@ class Stats(msgspec.Struct):
     sitemap_covered: int
     flagged: dict = msgspec.field(default_factory=dict)
     """Pages with passages kept out of the index as prompt injection (`flagged_pages`)."""
+    chunks_pending: int = 0
+    """Chunks searchable by their text but still waiting for their vectors (a crawl is embedding,
+    or one was cancelled or killed: the next crawl or server start embeds them)."""
 
 
 def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
@@ -328,6 +331,7 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
             "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
         ),
         flagged={**flagged_pages(conn), "manifests": manifest_flags(conn)},
+        chunks_pending=one("SELECT count(*) FROM chunk_pending"),
     )
 
 

@@ -21,6 +21,7 @@ from ingest.indexer import PageIndexer
 from ingest.pipeline import CrawlOptions, crawl
 from store import migrations, vector_index
 from store.connect import open_connection
+from store.pages import stats
 from store.pending import pending_count
 from store.search import cosine_similarities, search
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN, PYPUG, ROOT
@@ -235,6 +236,7 @@ def test_a_cancelled_crawl_says_how_many_wait_and_the_next_crawl_embeds_them(ctx
         assert summary.chunks_pending == pending_count(tenant.reader()) == counts(tenant.reader())[2]
         assert summary.chunks_added == summary.chunks_embedded + summary.chunks_pending
         assert summary.chunks_pending > 0 and events[-1].chunks_pending == summary.chunks_pending
+        assert stats(tenant.reader()).chunks_pending == summary.chunks_pending  # `frontdesk stats`, admin API
         assert all(isinstance(e.chunks_pending, int) for e in events)
         assert_sound(tenant.reader())
 
