@@ -360,7 +360,7 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("serve")
 def serve_command(ctx: Context, args: argparse.Namespace) -> None:
-    serve(ctx.settings, host=args.host, port=args.port)
+    serve(ctx.settings, host=args.host, port=args.port, workers=args.workers)
 
 
 def free_port(preferred: int) -> int:
@@ -377,21 +377,47 @@ def free_port(preferred: int) -> int:
     raise FrontdeskError("no free port on 127.0.0.1")
 
 
-def serve(settings: Settings, *, host: str | None = None, port: int | None = None) -> None:
-    """Run the app under granian in this process's foreground until interrupted."""
+def serve(settings: Settings, *, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
+    """Run the app under granian in this process's foreground until interrupted.
+
+    With more than one worker, granian respawns a worker that dies, and what the workers must
+    agree on is shared through files (README, "Workers"): the metrics in a fresh
+    PROMETHEUS_MULTIPROC_DIR made here (before granian forks the workers, and removed at exit),
+    the rate limits in DATA_DIR/ratelimits.db, the scheduler and each tenant's crawl behind
+    flocks (app/leader.py)."""
     import os
+    import shutil
+    import tempfile
 
     from granian import Granian
     from granian.constants import Interfaces
 
+    from app.workers import resolve_workers
+
     host = host or settings.host
     port = port or settings.port
+    count = resolve_workers(workers if workers is not None else settings.workers)
     os.environ["FRONTDESK_DATA_DIR"] = str(Path(settings.data_dir).resolve())
     os.environ["FRONTDESK_HOST"] = host
     os.environ["FRONTDESK_PORT"] = str(port)
-    sys.stderr.write(f"frontdesk: serving on http://{host}:{port} (data in {settings.data_dir})\n")
-    Granian("app.asgi:app_from_env", factory=True, address=host, port=port, interface=Interfaces.ASGI,
-            workers=1, log_access=False).serve()
+    os.environ["FRONTDESK_WORKERS"] = str(count)
+    metrics_dir = None
+    if count > 1:
+        # Set before anything imports prometheus_client: it picks its value store at import.
+        metrics_dir = tempfile.mkdtemp(prefix="frontdesk-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        if not settings.embed_threads:  # the workers share the cores rather than each taking all
+            os.environ["FRONTDESK_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // count))
+    plural = "s" if count > 1 else ""
+    sys.stderr.write(f"frontdesk: serving on http://{host}:{port} with {count} worker{plural} "
+                     f"(data in {settings.data_dir})\n")
+    try:
+        Granian("app.asgi:app_from_env", factory=True, address=host, port=port, interface=Interfaces.ASGI,
+                workers=count, respawn_failed_workers=count > 1, log_access=False).serve()
+    finally:
+        if metrics_dir is not None:
+            os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+            shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
 def global_flags(*, defaults: bool) -> argparse.ArgumentParser:
@@ -467,6 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser = sub.add_parser("serve", parents=[common], help="run the HTTP server (granian)")
     serve_parser.add_argument("--host", default=None)
     serve_parser.add_argument("--port", type=int, default=None)
+    serve_parser.add_argument("--workers", type=int, default=None,
+                              help="worker processes (default $FRONTDESK_WORKERS, or one per core as memory allows)")
 
     quick = sub.add_parser("quickstart", parents=[common], help="crawl the bundled sample site and serve it with the widget")
     quick.add_argument("--port", type=int, default=None, help="frontdesk port (default 8000, or a free one)")

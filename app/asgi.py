@@ -11,6 +11,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 from litestar import Litestar
@@ -21,6 +22,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from app import console, webhooks
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
+from app.leader import CrawlLocks, SchedulerLeadership
 from app.metrics import Metrics
 from app.ratelimit import RateLimits
 from app.routes import a2a, admin, ops, widget
@@ -78,7 +80,9 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state.ctx = ctx or Context(settings)
         state.settings = settings
         state.metrics = Metrics()
-        state.ratelimits = RateLimits(settings.rate_per_ip, settings.rate_burst_ip, settings.rate_per_tenant)
+        shared_limits = Path(settings.data_dir) / "ratelimits.db" if settings.workers > 1 else None
+        state.ratelimits = RateLimits(settings.rate_per_ip, settings.rate_burst_ip, settings.rate_per_tenant,
+                                      shared=shared_limits)
         stack = answer_stack(state.ctx, cache_entries=settings.cache_entries, cache_ttl=settings.cache_ttl,
                              metrics=state.metrics)
         state.answerer, state.cache = stack.answerer, stack.cache
@@ -102,21 +106,35 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
             warmer.warm_later(tenant_id)
 
         state.webhooks = webhooks.WebhookDispatcher(state.ctx.registry, settings)
-        state.scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
-                                    on_change=content_changed, periodic=settings.scheduler,
-                                    on_finish=state.webhooks.crawl_ended)
-        await state.scheduler.start()
+        # Every worker takes on-demand crawls (one per tenant across them, by a flock); the one
+        # holding DATA_DIR/scheduler.lock also runs the periodic loop (app/leader.py).
+        data_dir = Path(settings.data_dir)
+        state.scheduler = scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
+                                                on_change=content_changed, periodic=False,
+                                                on_finish=state.webhooks.crawl_ended,
+                                                claim=CrawlLocks(data_dir).claim)
+
+        async def lead() -> None:
+            scheduler.periodic = True
+            await scheduler.start()
+
+        state.leadership = SchedulerLeadership(data_dir, lead) if settings.scheduler else None
+        if state.leadership is not None:
+            await state.leadership.start()
         await state.webhooks.start()
         try:
             yield
         finally:
             await warming
             await anyio.to_thread.run_sync(warmer.close)
+            if state.leadership is not None:
+                await state.leadership.stop()
             if state.scheduler is not None:
                 await state.scheduler.stop()
             if getattr(state, "webhooks", None) is not None:
                 await state.webhooks.stop()
             await stack.aclose()
+            state.ratelimits.close()
             if own_ctx:
                 await anyio.to_thread.run_sync(state.ctx.close)
 

@@ -3,12 +3,22 @@ and written in the Prometheus text format (0.0.4).
 
 Callers count with `inc(amount, **labels)`, `observe(value, **labels)` and `set(value, **labels)`;
 a label left out counts as ''.
+
+When `frontdesk serve` runs several workers it sets PROMETHEUS_MULTIPROC_DIR before they start:
+prometheus_client then keeps every value in per-process files there, and a scrape of any worker
+sums them all (prometheus_client's multiprocess mode).
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
 import prometheus_client
 from prometheus_client import CONTENT_TYPE_PLAIN_0_0_4, CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -38,8 +48,11 @@ class Counter(_Series):
 
 
 class Gauge(_Series):
-    def __init__(self, registry: CollectorRegistry, name: str, help_text: str, labels: tuple[str, ...] = ()) -> None:
-        super().__init__(prometheus_client.Gauge(name, help_text, labels, registry=registry), labels)
+    def __init__(self, registry: CollectorRegistry, name: str, help_text: str, labels: tuple[str, ...] = (), *,
+                 multiprocess_mode: Literal["livesum", "liveall", "max", "mostrecent"] = "livesum") -> None:
+        """`multiprocess_mode`: how the workers' values combine (default: summed over live workers)."""
+        super().__init__(prometheus_client.Gauge(name, help_text, labels, registry=registry,
+                                                 multiprocess_mode=multiprocess_mode), labels)
 
     def set(self, value: float, **labels: str) -> None:
         self._child(labels).set(value)
@@ -60,6 +73,7 @@ class Metrics:
     one process (tests, the CLI beside a server) never share or collide."""
 
     def __init__(self) -> None:
+        self.multiprocess_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
         self.registry = registry = CollectorRegistry()
         self.requests = Counter(registry, "frontdesk_http_requests_total", "HTTP requests by route and status.",
                                 ("route", "status"))
@@ -93,5 +107,33 @@ class Metrics:
     content_type = CONTENT_TYPE_PLAIN_0_0_4
 
     def render(self) -> bytes:
-        """What a scrape gets: every metric of this app in the Prometheus text format."""
-        return generate_latest(self.registry)
+        """What a scrape gets: every metric of this app in the Prometheus text format (of every
+        worker, summed, in multiprocess mode)."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        forget_dead_workers(Path(self.multiprocess_dir))
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, path=self.multiprocess_dir)
+        return generate_latest(combined)
+
+
+_LIVE_GAUGE_FILE = re.compile(r"gauge_live\w+?_(\d+)\.db")
+
+
+def forget_dead_workers(directory: Path) -> None:
+    """Drop the live-gauge files of workers that died (granian respawns them under new pids), so a
+    dead worker's last queue depth is not summed in; its counters stay, they are history."""
+    for path in directory.glob("gauge_live*.db"):
+        match = _LIVE_GAUGE_FILE.fullmatch(path.name)
+        if match and not _alive(int(match.group(1))):
+            mark_process_dead(int(match.group(1)), str(directory))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

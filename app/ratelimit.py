@@ -1,11 +1,23 @@
-"""Token-bucket rate limits per visitor IP and per tenant, in process memory."""
+"""Token-bucket rate limits per visitor IP and per tenant: in process memory for one worker, in a
+small SQLite file the workers share (store/ratelimits.py) when `frontdesk serve` runs several."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
+from typing import Protocol
 
 from store.errors import RateLimited
+from store.ratelimits import SharedBucketFile
+
+
+class Buckets(Protocol):
+    burst: float
+
+    def take(self, key: str, cost: float = 1.0, floor: float = 0.0) -> float: ...
+
+    def available(self, key: str) -> float: ...
 
 
 class TokenBuckets:
@@ -60,9 +72,22 @@ class RateLimits:
 
     RESERVE = 0.2
 
-    def __init__(self, per_ip: float, burst_ip: int, per_tenant: float) -> None:
-        self.ip = TokenBuckets(per_ip, burst_ip)
-        self.tenant = TokenBuckets(per_tenant, max(1.0, per_tenant * 5))
+    def __init__(self, per_ip: float, burst_ip: int, per_tenant: float, *, shared: Path | None = None) -> None:
+        """`shared`: the file the buckets live in when several processes serve (else in memory)."""
+        burst_tenant = max(1.0, per_tenant * 5)
+        self._file = SharedBucketFile(shared) if shared is not None else None
+        self.ip: Buckets
+        self.tenant: Buckets
+        if self._file is not None:
+            self.ip = self._file.buckets("ip", per_ip, burst_ip)
+            self.tenant = self._file.buckets("tenant", per_tenant, burst_tenant)
+        else:
+            self.ip = TokenBuckets(per_ip, burst_ip)
+            self.tenant = TokenBuckets(per_tenant, burst_tenant)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
     def check(self, tenant_id: str, ip: str) -> None:
         key = f"{tenant_id}|{ip}"

@@ -44,6 +44,7 @@ class _Job:
         self.cancel = asyncio.Event()
         self.task: asyncio.Task | None = None
         self.subscribers: set[asyncio.Queue] = set()
+        self.release: Callable[[], None] | None = None
 
     def publish(self, progress: CrawlProgress) -> None:
         self.info.progress = progress
@@ -55,7 +56,8 @@ class _Job:
 class Scheduler:
     def __init__(self, registry: TenantRegistry, embedder_for: Callable[[Tenant], Embedder], *,
                  metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True,
-                 on_finish: Callable[[JobInfo], object] | None = None) -> None:
+                 on_finish: Callable[[JobInfo], object] | None = None,
+                 claim: Callable[[str, str], Callable[[], None]] | None = None) -> None:
         self.registry = registry
         self.embedder_for = embedder_for
         self.metrics = metrics
@@ -63,6 +65,9 @@ class Scheduler:
         self.on_finish = on_finish
         """Called with the JobInfo of every job that ended (outgoing webhooks)."""
         self.periodic = periodic
+        self.claim = claim
+        """`claim(tenant_id, job_id)` before a job starts: returns what releases the claim when it ends,
+        or raises JobRunning while another process crawls the tenant (app/leader.py)."""
         self._jobs: dict[str, _Job] = {}
         self._last: dict[str, JobInfo] = {}
         self._loop_task: asyncio.Task | None = None
@@ -100,6 +105,8 @@ class Scheduler:
         info = JobInfo(id=uuid.uuid4().hex[:12], tenant_id=tenant_id, kind=kind, status="running",
                        started_at=time.time())
         job = _Job(info)
+        if self.claim is not None:
+            job.release = self.claim(tenant_id, info.id)
         self._jobs[tenant_id] = job
         if self.metrics is not None:
             self.metrics.queue_depth.set(len(self._jobs))
@@ -158,6 +165,8 @@ class Scheduler:
         finally:
             info.finished_at = time.time()
             self._jobs.pop(info.tenant_id, None)
+            if job.release is not None:
+                job.release()
             self._last[info.tenant_id] = info
             if self.metrics is not None:
                 self.metrics.queue_depth.set(len(self._jobs))
