@@ -55,11 +55,12 @@ def _stop(process: subprocess.Popen) -> None:
 def run_server(data_dir: Path, **settings: object) -> Iterator[str]:
     """Serve `data_dir` on a free port; each keyword becomes FRONTDESK_<NAME> (e.g. admin_token).
 
-    The periodic crawler is off unless `scheduler=True` is passed. Yields the base URL.
+    The periodic crawler is off unless `scheduler=True` is passed, and one worker serves unless
+    `workers=N` is (tests/test_workers.py starts several). Yields the base URL.
     """
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTDESK_")}
-    env.update({"FRONTDESK_SCHEDULER": "false", "FRONTDESK_LOG_LEVEL": "warning"})
+    env.update({"FRONTDESK_SCHEDULER": "false", "FRONTDESK_LOG_LEVEL": "warning", "FRONTDESK_WORKERS": "1"})
     env.update({f"FRONTDESK_{name.upper()}": str(value) for name, value in settings.items()})
     base_url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="frontdesk-server-") as logs:

