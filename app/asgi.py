@@ -22,14 +22,14 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from app import console, webhooks
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
-from app.leader import CrawlLocks, SchedulerLeadership
+from app.jobs import CrawlFiles, SharedScheduler
+from app.leader import SchedulerLeadership
 from app.metrics import Metrics
 from app.ratelimit import RateLimits
 from app.routes import a2a, admin, ops, widget
 from app.settings import Settings
 from app.stack import answer_stack
 from app.warm import Warmer
-from ingest.scheduler import Scheduler
 
 log = logging.getLogger("frontdesk.http")
 
@@ -106,13 +106,14 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
             warmer.warm_later(tenant_id)
 
         state.webhooks = webhooks.WebhookDispatcher(state.ctx.registry, settings)
-        # Every worker takes on-demand crawls (one per tenant across them, by a flock); the one
-        # holding DATA_DIR/scheduler.lock also runs the periodic loop (app/leader.py).
+        # Every worker takes on-demand crawls (one per tenant across them, by a flock) and answers
+        # for the job another runs (app/jobs.py); the one holding DATA_DIR/scheduler.lock also runs
+        # the periodic loop (app/leader.py).
         data_dir = Path(settings.data_dir)
-        state.scheduler = scheduler = Scheduler(state.ctx.registry, state.ctx.tenant_embedder, metrics=state.metrics,
-                                                on_change=content_changed, periodic=False,
-                                                on_finish=state.webhooks.crawl_ended,
-                                                claim=CrawlLocks(data_dir).claim)
+        state.scheduler = scheduler = SharedScheduler(state.ctx.registry, state.ctx.tenant_embedder,
+                                                      metrics=state.metrics, on_change=content_changed,
+                                                      periodic=False, on_finish=state.webhooks.crawl_ended,
+                                                      files=CrawlFiles(data_dir))
 
         async def lead() -> None:
             scheduler.periodic = True

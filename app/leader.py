@@ -1,6 +1,6 @@
 """Which process does what when `frontdesk serve` runs several workers, decided by `flock`s the
 kernel drops when their holder dies (kill -9 included): one process runs the periodic scheduler
-(DATA_DIR/scheduler.lock), one crawl runs per tenant (DATA_DIR/tenants/<id>.crawl.lock)."""
+(DATA_DIR/scheduler.lock, here); one crawl runs per tenant (app/jobs.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from store.errors import JobRunning
-
 log = logging.getLogger(__name__)
 
 #: How often a worker without the scheduler tries to take it over.
@@ -21,8 +19,7 @@ RETRY_SECONDS = 10.0
 
 
 class FileLock:
-    """An exclusive, non-blocking flock on one file; what the holder writes there (its pid, a job
-    id) is for whoever finds it taken."""
+    """An exclusive, non-blocking flock on one file, which holds the holder's pid (for operators)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -32,7 +29,7 @@ class FileLock:
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self, note: str = "") -> bool:
+    def acquire(self) -> bool:
         """Take the lock if no process holds it; True when this object holds it now."""
         if self._fd is not None:
             return True
@@ -44,15 +41,26 @@ class FileLock:
             os.close(fd)
             return False
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (note or str(os.getpid())).encode(), 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
         return True
 
-    def note(self) -> str:
-        """What the holder wrote ('' when nothing can be read)."""
-        with contextlib.suppress(OSError):
-            return self.path.read_text().strip()
-        return ""
+    def held_elsewhere(self) -> bool:
+        """Another process (or another FileLock) holds it now. A probe, so a claim racing it within
+        microseconds may find the file busy."""
+        if self._fd is not None or not self.path.exists():
+            return False
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops the probe's shared lock
+        return False
 
     def release(self) -> None:
         if self._fd is not None:
@@ -102,18 +110,3 @@ class SchedulerLeadership:
                 await self._task
             self._task = None
         self.lock.release()
-
-
-class CrawlLocks:
-    """`claim(tenant_id, job_id)` for ingest.scheduler.Scheduler: takes the tenant's crawl lock for
-    the job's duration and returns its release, or raises JobRunning (the same refusal as a second
-    job in one process) while another process crawls the tenant."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.directory = data_dir / "tenants"
-
-    def claim(self, tenant_id: str, job_id: str) -> Callable[[], None]:
-        lock = FileLock(self.directory / f"{tenant_id}.crawl.lock")
-        if not lock.acquire(job_id):
-            raise JobRunning(f"a crawl of tenant {tenant_id} is already running", job=lock.note() or None)
-        return lock.release

@@ -57,7 +57,7 @@ class Scheduler:
     def __init__(self, registry: TenantRegistry, embedder_for: Callable[[Tenant], Embedder], *,
                  metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True,
                  on_finish: Callable[[JobInfo], object] | None = None,
-                 claim: Callable[[str, str], Callable[[], None]] | None = None) -> None:
+                 claim: Callable[[JobInfo], Callable[[], None]] | None = None) -> None:
         self.registry = registry
         self.embedder_for = embedder_for
         self.metrics = metrics
@@ -66,8 +66,8 @@ class Scheduler:
         """Called with the JobInfo of every job that ended (outgoing webhooks)."""
         self.periodic = periodic
         self.claim = claim
-        """`claim(tenant_id, job_id)` before a job starts: returns what releases the claim when it ends,
-        or raises JobRunning while another process crawls the tenant (app/leader.py)."""
+        """`claim(info)` before a job starts: returns what releases the claim when it ends, or raises
+        JobRunning while another process crawls the tenant (app/jobs.py)."""
         self._jobs: dict[str, _Job] = {}
         self._last: dict[str, JobInfo] = {}
         self._loop_task: asyncio.Task | None = None
@@ -106,7 +106,7 @@ class Scheduler:
                        started_at=time.time())
         job = _Job(info)
         if self.claim is not None:
-            job.release = self.claim(tenant_id, info.id)
+            job.release = self.claim(info)
         self._jobs[tenant_id] = job
         if self.metrics is not None:
             self.metrics.queue_depth.set(len(self._jobs))

@@ -171,17 +171,24 @@ def test_a_second_crawl_is_refused_whichever_worker_gets_it(served):
     started = served.admin("POST", "/admin/tenants/shop/crawl", json={})
     assert started.status_code == 202, started.text
     job = started.json()["id"]
+    path = "/admin/tenants/shop/crawl"
     try:
-        lock = served.data / "tenants" / "shop.crawl.lock"
-        assert len(flock_holders(lock)) == 1
-        refusals = [served.admin("POST", "/admin/tenants/shop/crawl", json={}) for _ in range(12)]
+        assert len(flock_holders(served.data / "tenants" / "shop.crawl.lock")) == 1
+        refusals = [served.admin("POST", path, json={}) for _ in range(12)]
         assert {r.status_code for r in refusals} == {409}
         assert {r.json()["code"] for r in refusals} == {"job_running"}
         assert {r.json().get("job") for r in refusals} == {job}
         assert all(served.served_by(pid, "/crawl") > 0 for pid in served.workers())
+        # Whichever worker is asked knows the job; one cancel, wherever it lands, stops it.
+        assert {(r["id"], r["status"]) for r in (served.admin("GET", path).json()["job"] for _ in range(8))} \
+            == {(job, "running")}
     finally:
-        for _ in range(6):  # the cancel must reach the worker that runs the job
-            served.admin("DELETE", "/admin/tenants/shop/crawl")
+        assert served.admin("DELETE", path).json() == {"cancelled": True}
+    deadline = time.monotonic() + PAGE_DELAY_S + 10
+    while served.admin("GET", path).json()["job"]["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert {(r["id"], r["status"]) for r in (served.admin("GET", path).json()["job"] for _ in range(8))} \
+        == {(job, "cancelled")}
 
 
 def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(served):
