@@ -21,10 +21,10 @@ import httpx
 import pytest
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from app.leader import FileLock
+from app.workers import auto_workers, available_mb
 from tests.server import ROOT, _stop, _wait_until_healthy, free_port
 from tests.sitesrv import Fault, serve_site
-
-pytestmark = pytest.mark.slow
 
 ADMIN = "workers-admin-token"
 PER_IP_BURST = 10
@@ -137,6 +137,7 @@ def served(tmp_path_factory, site):
         yield server
 
 
+@pytest.mark.slow
 def test_two_workers_answer_and_metrics_count_both(served):
     workers = served.workers()
     assert len(workers) == 2
@@ -152,6 +153,7 @@ def test_two_workers_answer_and_metrics_count_both(served):
     assert all(served.served_by(pid, "/healthz") > 0 for pid in workers)
 
 
+@pytest.mark.slow
 def test_the_per_ip_limit_holds_once_across_workers(served, site):
     body = {"key": served.widget_key, "question": "when are you open"}
     origin = site.url
@@ -167,6 +169,7 @@ def test_the_per_ip_limit_holds_once_across_workers(served, site):
     assert all(served.served_by(pid, "/v1/chat") > 0 for pid in served.workers())
 
 
+@pytest.mark.slow
 def test_a_second_crawl_is_refused_whichever_worker_gets_it(served):
     started = served.admin("POST", "/admin/tenants/shop/crawl", json={})
     assert started.status_code == 202, started.text
@@ -191,6 +194,7 @@ def test_a_second_crawl_is_refused_whichever_worker_gets_it(served):
         == {(job, "cancelled")}
 
 
+@pytest.mark.slow
 def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(served):
     lock = served.data / "scheduler.lock"
     workers = served.workers()
@@ -211,3 +215,23 @@ def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(s
         time.sleep(0.2)
     assert len(served.workers()) == 2 and killed not in served.workers()
     assert httpx.get(f"{served.base}/healthz").status_code == 200
+
+
+def test_the_default_worker_count_follows_cores_and_memory(tmp_path):
+    assert auto_workers(cpus=2, memory_mb=16_000) == 2
+    assert auto_workers(cpus=8, memory_mb=1_000) == 2  # (1000 - 256) // 350
+    assert auto_workers(cpus=4, memory_mb=300) == 1  # never fewer than one
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:  2048000 kB\nMemFree:  100 kB\nMemAvailable:  1024000 kB\n")
+    assert available_mb(meminfo) == 1000
+    assert available_mb(tmp_path / "missing") is None
+
+
+def test_a_file_lock_has_one_holder_until_released(tmp_path):
+    first, second = FileLock(tmp_path / "x.lock"), FileLock(tmp_path / "x.lock")
+    assert first.acquire() and not second.acquire()
+    assert second.held_elsewhere() and not first.held_elsewhere()
+    assert (tmp_path / "x.lock").read_text() == str(os.getpid())
+    first.release()
+    assert not second.held_elsewhere() and second.acquire()
+    second.release()
