@@ -384,7 +384,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     agree on is shared through files (README, "Workers"): the metrics in a fresh
     PROMETHEUS_MULTIPROC_DIR made here (before granian forks the workers, and removed at exit),
     the rate limits in DATA_DIR/ratelimits.db, the scheduler and each tenant's crawl behind
-    flocks (app/leader.py)."""
+    flocks (app/leader.py, app/jobs.py)."""
     import os
     import shutil
     import tempfile
@@ -406,8 +406,6 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
         # Set before anything imports prometheus_client: it picks its value store at import.
         metrics_dir = tempfile.mkdtemp(prefix="frontdesk-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
-        if not settings.embed_threads:  # the workers share the cores rather than each taking all
-            os.environ["FRONTDESK_EMBED_THREADS"] = str(max(1, (os.cpu_count() or 1) // count))
     plural = "s" if count > 1 else ""
     sys.stderr.write(f"frontdesk: serving on http://{host}:{port} with {count} worker{plural} "
                      f"(data in {settings.data_dir})\n")
