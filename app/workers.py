@@ -1,33 +1,55 @@
 """How many worker processes `frontdesk serve` runs: from FRONTDESK_WORKERS / `--workers`, else one
-per core as far as the memory available allows at ~350 MB each (the model and tenants loaded once
-per worker)."""
+per core as far as the memory available allows at ~350 MB each (the model and tenants are loaded
+once per worker). Inside a container the cgroup's CPU quota and memory limit count, not the host's."""
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
-#: What one worker takes with the model loaded, a 10k-chunk tenant open and answering (measured,
-#: README "Workers"), rounded up.
+#: What one worker takes with the model loaded and a 10k-chunk tenant open (~280–300 MB measured
+#: idle, README "Workers"), rounded up.
 WORKER_MB = 350
 #: Left to the rest of the machine when sizing from memory.
 HEADROOM_MB = 256
 
+CGROUP = Path("/sys/fs/cgroup")
 
-def available_mb(meminfo: Path = Path("/proc/meminfo")) -> int | None:
-    """MemAvailable in MB, or None where /proc/meminfo does not say."""
+
+def _read(path: Path) -> str | None:
     try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) // 1024
-    except (OSError, ValueError, IndexError):
+        return path.read_text().strip()
+    except OSError:
         return None
-    return None
+
+
+def available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup: Path = CGROUP) -> int | None:
+    """MemAvailable in MB, or what the cgroup (v2) limit leaves if that is less; None where neither
+    says."""
+    found: list[int] = []
+    for line in (_read(meminfo) or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            found.append(int(line.split()[1]) // 1024)
+    limit, current = _read(cgroup / "memory.max"), _read(cgroup / "memory.current")
+    if limit and limit != "max" and limit.isdigit():
+        used = int(current) if current and current.isdigit() else 0
+        found.append((int(limit) - used) // (1024 * 1024))
+    return min(found) if found else None
+
+
+def usable_cpus(cgroup: Path = CGROUP) -> int:
+    """Cores this process may run on, capped by the cgroup's (v2) CPU quota."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = (_read(cgroup / "cpu.max") or "max").split()
+    if len(quota) == 2 and quota[0] != "max" and quota[0].isdigit() and quota[1].isdigit() and int(quota[1]):
+        cpus = min(cpus, max(1, math.ceil(int(quota[0]) / int(quota[1]))))
+    return max(1, cpus)
 
 
 def auto_workers(cpus: int | None = None, memory_mb: int | None = None) -> int:
     """min(cores, what memory allows at WORKER_MB each after HEADROOM_MB), at least 1."""
-    cpus = cpus if cpus is not None else (os.cpu_count() or 1)
+    cpus = cpus if cpus is not None else usable_cpus()
     memory_mb = memory_mb if memory_mb is not None else available_mb()
     by_memory = cpus if memory_mb is None else (memory_mb - HEADROOM_MB) // WORKER_MB
     return max(1, min(cpus, by_memory))

@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from app.leader import FileLock
-from app.workers import auto_workers, available_mb
+from app.workers import auto_workers, available_mb, usable_cpus
 from tests.server import ROOT, _stop, _wait_until_healthy, free_port
 from tests.sitesrv import Fault, serve_site
 
@@ -235,10 +235,23 @@ def test_the_default_worker_count_follows_cores_and_memory(tmp_path):
     assert auto_workers(cpus=2, memory_mb=16_000) == 2
     assert auto_workers(cpus=8, memory_mb=1_000) == 2  # (1000 - 256) // 350
     assert auto_workers(cpus=4, memory_mb=300) == 1  # never fewer than one
-    meminfo = tmp_path / "meminfo"
+    meminfo, cgroup = tmp_path / "meminfo", tmp_path / "cgroup"
+    cgroup.mkdir()
     meminfo.write_text("MemTotal:  2048000 kB\nMemFree:  100 kB\nMemAvailable:  1024000 kB\n")
-    assert available_mb(meminfo) == 1000
-    assert available_mb(tmp_path / "missing") is None
+    assert available_mb(meminfo, cgroup) == 1000
+    assert available_mb(tmp_path / "missing", cgroup) is None
+    # In a container limited to 1 GiB with 200 MB in use, the limit counts, not the host's memory.
+    (cgroup / "memory.max").write_text(f"{1024 ** 3}\n")
+    (cgroup / "memory.current").write_text(f"{200 * 1024 ** 2}\n")
+    assert available_mb(meminfo, cgroup) == 824
+    assert auto_workers(cpus=4, memory_mb=available_mb(meminfo, cgroup)) == 1
+    (cgroup / "memory.max").write_text("max\n")
+    assert available_mb(meminfo, cgroup) == 1000
+    # --cpus 1 on a bigger host: one core's quota.
+    (cgroup / "cpu.max").write_text("100000 100000\n")
+    assert usable_cpus(cgroup) == 1
+    (cgroup / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(cgroup) == len(os.sched_getaffinity(0))
 
 
 def test_a_file_lock_has_one_holder_until_released(tmp_path):
