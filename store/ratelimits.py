@@ -15,7 +15,12 @@ log = logging.getLogger(__name__)
 
 #: Takes between two sweeps of buckets that have filled up again (a full bucket = no row).
 SWEEP_EVERY = 1000
-BUSY_TIMEOUT_MS = 2000
+#: A take runs on the worker's event loop: waiting longer for the other workers' takes would stall
+#: every stream the worker serves. Two processes taking flat out (far past real traffic) measured
+#: p50 0.07 ms, p99 7–16 ms, max 170–350 ms a check with a 2 s timeout.
+BUSY_TIMEOUT_MS = 100
+#: Opening the file (WAL switch, schema) may wait for a worker starting beside it.
+SETUP_TIMEOUT_MS = 5000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS buckets (
@@ -37,10 +42,11 @@ def open_file(path: Path) -> apsw.Connection:
     """Open (creating) the shared bucket file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.set_busy_timeout(SETUP_TIMEOUT_MS)
     conn.pragma("journal_mode", "wal")
     conn.pragma("synchronous", "off")
     conn.execute(_SCHEMA)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     return conn
 
 

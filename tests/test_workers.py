@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -74,6 +75,18 @@ class Served:
         return sum(sample.value for metric in MultiProcessCollector.merge([str(path)])
                    for sample in metric.samples
                    if sample.name == "frontdesk_http_requests_total" and sample.labels.get("route", "").endswith(route))
+
+    def progress_outcome(self, path: str) -> dict:
+        """Follow `path`/progress (SSE) to its `done` event; returns the job it reports."""
+        with httpx.Client(timeout=60) as client, client.stream(
+                "GET", f"{self.base}{path}/progress", headers={"Authorization": f"Bearer {ADMIN}"}) as response:
+            name = None
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:") and name == "done":
+                    return json.loads(line[5:])
+        raise AssertionError("the progress stream ended without a done event")
 
     def admin(self, method: str, path: str, **kwargs) -> httpx.Response:
         # A new connection per request, so the kernel hands requests to either worker.
@@ -196,11 +209,18 @@ def test_a_second_crawl_is_refused_whichever_worker_gets_it(served):
         assert {r.json()["code"] for r in refusals} == {"job_running"}
         assert {r.json().get("job") for r in refusals} == {job}
         assert all(served.served_by(pid, "/crawl") > 0 for pid in served.workers())
-        # Whichever worker is asked knows the job; one cancel, wherever it lands, stops it.
+        # Whichever worker is asked knows the job; one cancel, wherever it lands, stops it, and
+        # every progress stream, on either worker, ends with the job's outcome.
         assert {(r["id"], r["status"]) for r in (served.admin("GET", path).json()["job"] for _ in range(8))} \
             == {(job, "running")}
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            streams = [pool.submit(served.progress_outcome, path) for _ in range(4)]
+            time.sleep(1.0)
+            assert served.admin("DELETE", path).json() == {"cancelled": True}
+            outcomes = [stream.result(timeout=PAGE_DELAY_S + 20) for stream in streams]
+        assert {(o["id"], o["status"]) for o in outcomes} == {(job, "cancelled")}
     finally:
-        assert served.admin("DELETE", path).json() == {"cancelled": True}
+        served.admin("DELETE", path)
     deadline = time.monotonic() + PAGE_DELAY_S + 10
     while served.admin("GET", path).json()["job"]["status"] == "running" and time.monotonic() < deadline:
         time.sleep(0.3)
