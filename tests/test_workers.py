@@ -248,7 +248,14 @@ def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(s
     while len(served.workers()) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert len(served.workers()) == 2 and killed not in served.workers()
-    assert httpx.get(f"{served.base}/healthz").status_code == 200
+    # ...which answers once it has loaded the model (then the server also stops quickly: a worker
+    # still starting finishes its start before it stops).
+    respawned = (set(served.workers()) - set(workers)).pop()
+    deadline = time.monotonic() + 40
+    while served.served_by(respawned, "/healthz") == 0 and time.monotonic() < deadline:
+        assert httpx.get(f"{served.base}/healthz").status_code == 200
+        time.sleep(0.1)
+    assert served.served_by(respawned, "/healthz") > 0
 
 
 def test_the_default_worker_count_follows_cores_and_memory(tmp_path):
