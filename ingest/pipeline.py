@@ -425,7 +425,9 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     finally:
         if not stage.done():  # the job failed or was cancelled from outside: the batch in hand goes in
             stage_stop.set()
-            await asyncio.gather(stage, return_exceptions=True)
+        # Its outcome is always collected: a stage that failed too (a full disk fails both) would
+        # otherwise be logged at exit as a task exception never retrieved, with a traceback.
+        await asyncio.gather(stage, return_exceptions=True)
         job.summary.chunks_embedded = job.stage.embedded
         job.summary.chunks_pending = job.progress.chunks_pending = await anyio.to_thread.run_sync(
             lambda: pending_count(tenant.reader()))
