@@ -186,14 +186,19 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
         sys.stdout.write("\n".join(lines) + "\n")
 
 
+def _database_url() -> str:
+    """FRONTDESK_DATABASE_URL: the PostgreSQL backend's, or empty for the SQLite files."""
+    import os
+
+    return os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+
+
 @command("tenant export")
 def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
     """A tenant as one standalone SQLite tenant file, from whichever backend holds it."""
-    import os
-
     from store.pg.portable import export_sqlite
 
-    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    url = _database_url()
     if url:
         from store.pg.backend import postgres_tenants
         from store.pg.transfer import export_postgres
@@ -209,11 +214,9 @@ def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
 @command("tenant import")
 def tenant_import(ctx: Context, args: argparse.Namespace) -> None:
     """An SQLite tenant file loaded into the configured backend as a new tenant."""
-    import os
-
     from store.pg.portable import import_sqlite
 
-    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    url = _database_url()
     if url:
         from store.pg.backend import postgres_tenants
         from store.pg.transfer import import_postgres

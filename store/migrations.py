@@ -449,16 +449,23 @@ def check_version(conn: apsw.Connection, name: str) -> int:
     return version
 
 
-def check_model(conn: apsw.Connection, name: str, embedder_id: str, dim: int) -> None:
-    meta = read_meta(conn)
+def model_mismatch(meta: dict[str, str], name: str, embedder_id: str, dim: int) -> ModelMismatch | None:
+    """The error for vectors of another model than `embedder_id` (None when they match), naming the
+    command that fixes it; both backends read their `meta` table and raise it."""
     stored = meta.get("embedder_id")
     if stored and (stored != embedder_id or int(meta.get("embedder_dim", dim)) != dim):
-        raise ModelMismatch(
+        return ModelMismatch(
             f"tenant {name} was indexed with model {stored} ({meta.get('embedder_dim')}-d), not "
             f"{embedder_id} ({dim}-d); run `frontdesk reindex {name}` to rebuild its vectors",
             stored_model=stored,
             model=embedder_id,
         )
+    return None
+
+
+def check_model(conn: apsw.Connection, name: str, embedder_id: str, dim: int) -> None:
+    if (mismatch := model_mismatch(read_meta(conn), name, embedder_id, dim)) is not None:
+        raise mismatch
 
 
 def migrate(conn: apsw.Connection, dim: int) -> int:

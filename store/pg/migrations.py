@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from psycopg import sql
 
-from store.errors import ModelMismatch, SchemaTooNew
+from store.errors import SchemaTooNew
+from store.migrations import model_mismatch
 from store.pg.connect import PgConnection
 
 Migration = Callable[[PgConnection, int], None]
@@ -201,15 +202,8 @@ def check_version(conn: PgConnection, name: str) -> int:
 
 def check_model(conn: PgConnection, name: str, embedder_id: str, dim: int) -> None:
     """As store/migrations.py: refuse vectors of another model, naming the command that fixes it."""
-    meta = read_meta(conn)
-    stored = meta.get("embedder_id")
-    if stored and (stored != embedder_id or int(meta.get("embedder_dim", dim)) != dim):
-        raise ModelMismatch(
-            f"tenant {name} was indexed with model {stored} ({meta.get('embedder_dim')}-d), not "
-            f"{embedder_id} ({dim}-d); run `frontdesk reindex {name}` to rebuild its vectors",
-            stored_model=stored,
-            model=embedder_id,
-        )
+    if (mismatch := model_mismatch(read_meta(conn), name, embedder_id, dim)) is not None:
+        raise mismatch
 
 
 def migrate(conn: PgConnection, name: str, dim: int) -> int:
