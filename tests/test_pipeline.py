@@ -382,7 +382,8 @@ def test_no_page_is_lost_while_another_thread_holds_the_gil(tmp_path):
         with GilHog(stretch=0.8) as hog:
             summary = run(tenant, embedder)
     assert hog.stretches >= 3
-    assert summary.status == "done" and summary.failed == 0 and summary.errors == {}, summary
+    assert summary.status == "done" and summary.failed == 0 and summary.errors == {}, (
+        summary.status, summary.failed, summary.errors, summary.loop_stalled_s)
     assert set(REAL_PAGES) <= active_paths(tenant, server)
     context.close()
 

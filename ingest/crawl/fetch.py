@@ -41,8 +41,12 @@ MAX_REDIRECTS = 5
 MAX_CRAWL_DELAY = 60.0
 #: A decompressed/compressed ratio above this marks a decompression bomb (HTML compresses 5-20x).
 BOMB_RATIO = 100
-#: httpx's own timeouts are this many times the request deadline: a backstop, never the limit.
+#: httpx's own timeouts are this many times the request deadline, and never under
+#: ``BACKSTOP_MIN_S``: a backstop, never the limit. They count the time the loop was blocked (which
+#: the deadline leaves out), so a short deadline on a busy machine must not make them fire first:
+#: one read that waited through a few GIL-holding bursts of another thread is not a slow server.
 BACKSTOP_FACTOR = 4
+BACKSTOP_MIN_S = 30.0
 
 
 class FetchResult(msgspec.Struct, kw_only=True):
@@ -147,7 +151,7 @@ class Fetcher:
             transport=GuardedTransport(self.config.allow_private_network),
             # The per-request deadline (``runnable_deadline``) is the real limit; httpx's own
             # per-operation timeouts count loop stalls too, so they only back it up.
-            timeout=httpx.Timeout(self.config.timeout * BACKSTOP_FACTOR),
+            timeout=httpx.Timeout(max(self.config.timeout * BACKSTOP_FACTOR, BACKSTOP_MIN_S)),
             follow_redirects=False,
             trust_env=False,
             headers={"User-Agent": self.config.user_agent, "Accept-Encoding": "gzip, deflate"},
