@@ -7,6 +7,7 @@ from pathlib import Path
 
 from app.settings import Settings
 from ingest.embed import MODELS, Embedder, shared_embedder
+from store import vector_index
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.migrations import check_model, read_meta
@@ -27,6 +28,7 @@ class Context:
         self.settings = settings
         self.data_dir = Path(settings.data_dir)
         self.registry = TenantRegistry(self.data_dir)
+        vector_index.configure(settings.vector_memory_mb)
 
     def embedder(self, model: str | None = None) -> Embedder:
         return shared_embedder(

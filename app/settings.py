@@ -55,6 +55,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Largest accepted request body for the widget API."""
     cache_entries: int = 2048
     """Answer cache size (entries, across tenants)."""
+    vector_memory_mb: float = 256.0
+    """Memory per process for tenants' vectors held in RAM (the dense side's fast path, ~15 MB per
+    10k chunks); tenants that do not fit are searched in the file by sqlite-vec. 0 = none held."""
     cache_ttl: float = 600.0
     """Seconds an answer is fresh; a stale one is served once while it is recomputed."""
     scheduler: bool = True

@@ -1,32 +1,55 @@
-"""A fast path for the dense side of large tenants: an in-memory sign-bit index for candidates,
-re-ranked with int8 copies of the vectors. vec0 stays the store and the exact path.
+"""The dense side in memory: a tenant's vectors held as float32 for an exact scan (tenants up to
+``EXACT_MAX_CHUNKS``), or, for larger ones, a sign-bit index for candidates re-ranked with int8
+copies. vec0 stays the store, and the path when no index is held.
 
-Why: vec0 (sqlite-vec 0.1.9) scans every vector on one core; at 100k × 384 that alone costs
-~55 ms, and its bit-vector tables and rowid lookups are no faster. Hamming distance over sign
-bits in numpy costs ~7 ms for 100k; the few hundred survivors are re-scored with int8 vectors
-(cosine within ~0.01 of float32). Memory: 48 + 384 bytes a chunk (~43 MB per 100k chunks),
-built once per content generation of a tenant (read back from vec0, ~0.5 s per 100k).
+Why: vec0 (sqlite-vec 0.1.9) scans every vector on one core and answers `rowid IN (...)` by
+scanning too: ~5 ms for the top 60 at 10k chunks, ~55 ms at 100k, and the answerer asks for the
+similarity of a few dozen passages several times a question. numpy's matrix-vector product over
+the same float32 vectors gives the same ranking in ~0.3 ms at 10k (~4 ms at 50k); above that,
+Hamming distance over sign bits costs ~7 ms for 100k and the few hundred survivors are re-scored
+with int8 vectors (cosine within ~0.01 of float32). Memory: 1536 bytes a chunk exact (15 MB per
+10k), 432 bytes a chunk above (~43 MB per 100k). Built once per content generation of a tenant
+(read back from vec0, ~0.14 s per 10k) and kept within a per-process budget
+(``configure``), least recently used out first.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections import OrderedDict
 
 import apsw
 import numpy as np
 
 from store.connect import Row, all_rows, one_row
 
-#: Tenants with fewer chunks use vec0's exact scan: fast enough, nothing to hold in memory.
-MIN_CHUNKS = 20_000
+#: Tenants with fewer chunks have no index: nothing to gain.
+MIN_CHUNKS = 1
+#: Up to this many chunks the float32 vectors are held and scanned exactly (77 MB at 50k).
+EXACT_MAX_CHUNKS = 50_000
 #: Sign-bit candidates re-scored per result wanted (recall of the top 10 ~1.0 at this ratio).
 OVERSAMPLE = 8
+#: A stale index is rebuilt at most this often: while a crawl writes (a new generation every
+#: embedding batch) the questions in between use vec0 instead of paying for a rebuild each.
+REBUILD_INTERVAL_S = 10.0
+#: An index used this recently is not evicted to make room for another tenant's: that one uses
+#: vec0 instead, so a budget smaller than the busy tenants never rebuilds on every question.
+KEEP_RECENT_S = 60.0
 
 
 class VectorIndex:
     def __init__(self, ids: np.ndarray, vectors: np.ndarray, kinds: np.ndarray, langs: np.ndarray,
-                 names: dict[str, int]) -> None:
+                 names: dict[str, int], exact: bool | None = None) -> None:
         self.ids = ids
+        self.kinds = kinds
+        self.langs = langs
+        self.names = names
+        self.exact = len(ids) <= EXACT_MAX_CHUNKS if exact is None else exact
+        if self.exact:
+            self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+            self.nbytes = self.vectors.nbytes + ids.nbytes + kinds.nbytes + langs.nbytes
+            return
         self.bits = np.packbits(vectors > 0, axis=1)
         pad = (-self.bits.shape[1]) % 8
         if pad:
@@ -36,12 +59,16 @@ class VectorIndex:
         scale[scale == 0] = 1.0
         self.scale = (scale / 127.0).astype(np.float32).ravel()
         self.quantized = np.round(vectors / scale * 127.0).astype(np.int8)
-        self.kinds = kinds
-        self.langs = langs
-        self.names = names
+        self.nbytes = (self.bits.nbytes + self.scale.nbytes + self.quantized.nbytes + ids.nbytes
+                       + kinds.nbytes + langs.nbytes)
+
+    def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        if self.exact:
+            return self.vectors[rows] @ query
+        return (self.quantized[rows].astype(np.float32) @ query) * self.scale[rows]
 
     def similarities(self, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
-        """Cosine similarity of the query to these chunks (from the int8 copies)."""
+        """Cosine similarity of the query to these chunks (exact, or from the int8 copies)."""
         if not len(self.ids):
             return {}
         wanted = np.asarray(chunk_ids, dtype=np.int64)
@@ -49,35 +76,97 @@ class VectorIndex:
         rows = np.clip(rows, 0, len(self.ids) - 1)
         found = self.ids[rows] == wanted
         rows = rows[found]
-        scores = (self.quantized[rows].astype(np.float32) @ np.asarray(vector, dtype=np.float32)) * self.scale[rows]
+        scores = self._scores(rows, np.asarray(vector, dtype=np.float32))
         return {int(i): float(v) for i, v in zip(wanted[found], scores, strict=True)}
 
     def search(self, vector: np.ndarray, limit: int, kinds: list[str] | None = None,
                lang: str | None = None) -> list[tuple[int, float]]:
         """(chunk id, cosine distance) of the nearest chunks, best first."""
         query = np.asarray(vector, dtype=np.float32)
-        packed = np.packbits(query > 0)
-        packed = np.pad(packed, (0, self.bits.shape[1] - packed.shape[0])).view(np.uint64)
-        hamming = np.bitwise_count(self.words ^ packed).sum(axis=1)
+        mask = self._mask(kinds, lang)
+        if self.exact:
+            scores = self.vectors @ query
+            candidates = np.arange(len(scores)) if mask is None else np.flatnonzero(mask)
+            scores = scores[candidates]
+        else:
+            candidates = self._sign_candidates(query, limit, mask)
+            scores = self._scores(candidates, query)
+        if len(scores) > limit:
+            best = np.argpartition(-scores, limit - 1)[:limit]
+            order = best[np.argsort(-scores[best], kind="stable")]
+        else:
+            order = np.argsort(-scores, kind="stable")
+        return [(int(self.ids[candidates[i]]), float(1.0 - scores[i])) for i in order]
+
+    def _mask(self, kinds: list[str] | None, lang: str | None) -> np.ndarray | None:
         mask = None
         if kinds:
             mask = np.isin(self.kinds, [self.names.get(k, -1) for k in kinds])
         if lang:
             lang_mask = self.langs == self.names.get(lang, -1)
             mask = lang_mask if mask is None else mask & lang_mask
+        return mask
+
+    def _sign_candidates(self, query: np.ndarray, limit: int, mask: np.ndarray | None) -> np.ndarray:
+        """Rows whose sign bits are nearest the query's (Hamming distance), filters applied."""
+        packed = np.packbits(query > 0)
+        packed = np.pad(packed, (0, self.bits.shape[1] - packed.shape[0])).view(np.uint64)
+        hamming = np.bitwise_count(self.words ^ packed).sum(axis=1)
         if mask is not None:
             hamming = np.where(mask, hamming, np.iinfo(hamming.dtype).max)
         pool = min(len(hamming), max(limit * OVERSAMPLE, 200))
         candidates = np.argpartition(hamming, pool - 1)[:pool] if pool < len(hamming) else np.arange(len(hamming))
         if mask is not None:
             candidates = candidates[mask[candidates]]
-        scores = (self.quantized[candidates].astype(np.float32) @ query) * self.scale[candidates]
-        order = np.argsort(-scores)[:limit]
-        return [(int(self.ids[candidates[i]]), float(1.0 - scores[i])) for i in order]
+        return candidates
 
 
-_cache: dict[str, tuple[str, VectorIndex]] = {}
+class _Entry:
+    """One tenant file's index (None: none is held) for one content generation."""
+
+    __slots__ = ("generation", "index", "built_at", "used_at", "no_room")
+
+    def __init__(self, generation: str, index: VectorIndex | None, built_at: float, no_room: bool = False) -> None:
+        self.generation = generation
+        self.index = index
+        self.built_at = built_at
+        self.used_at = built_at
+        #: Not held for want of room: tried again once the others may have gone quiet.
+        self.no_room = no_room
+
+
+_cache: OrderedDict[str, _Entry] = OrderedDict()
 _lock = threading.Lock()
+_budget_bytes = 256 * 1024 * 1024
+
+
+def configure(memory_mb: float) -> None:
+    """The memory the indexes of this process may hold together (FRONTDESK_VECTOR_MEMORY_MB);
+    0 holds none (vec0 answers every query)."""
+    global _budget_bytes
+    with _lock:
+        _budget_bytes = int(memory_mb * 1024 * 1024)
+        _evict(0, time.monotonic(), keep_recent=False)
+
+
+def held_bytes() -> int:
+    """Bytes the indexes of this process hold now."""
+    return sum(e.index.nbytes for e in _cache.values() if e.index is not None)
+
+
+def _evict(room: int, now: float, keep_recent: bool = True) -> bool:
+    """Drop the least recently used indexes until `room` more bytes fit the budget; False when
+    they cannot (everything left was used within KEEP_RECENT_S)."""
+    held = held_bytes()
+    for key in list(_cache):
+        if held + room <= _budget_bytes:
+            break
+        entry = _cache[key]
+        if entry.index is None or (keep_recent and now - entry.used_at < KEEP_RECENT_S):
+            continue
+        held -= entry.index.nbytes
+        del _cache[key]
+    return held + room <= _budget_bytes
 
 
 def _version(conn: apsw.Connection) -> str:
@@ -88,29 +177,45 @@ def _version(conn: apsw.Connection) -> str:
 
 
 def index_for(conn: apsw.Connection) -> VectorIndex | None:
-    """The tenant's index for its current content, or None when vec0's exact scan is the way.
-    Chunks still waiting for their vectors (store/pending.py) are not in it: the dense side does
-    not know them until the embedding stage has written their vectors (which bumps the generation)."""
-    count = one_row(conn.execute("SELECT (SELECT count(*) FROM chunks) - (SELECT count(*) FROM chunk_pending)"))[0]
-    if count < MIN_CHUNKS:
+    """The tenant's index for its current content, or None when vec0's scan is the way (no
+    vectors, no room in the budget, or a rebuild not due yet). One small read of `meta` when the
+    index is current. Chunks still waiting for their vectors (store/pending.py) are not in it: the
+    dense side does not know them until the embedding stage has written their vectors (which
+    bumps the generation)."""
+    if _budget_bytes <= 0:
         return None
     key = conn.filename
     generation = _version(conn)
-    cached = _cache.get(key)
-    if cached is not None and cached[0] == generation:
-        return cached[1]
+    now = time.monotonic()
+    entry = _cache.get(key)
+    if entry is not None:
+        current = entry.generation == generation
+        if current and not (entry.no_room and now - entry.built_at >= KEEP_RECENT_S):
+            entry.used_at = now
+            return entry.index
+        if not current and now - entry.built_at < REBUILD_INTERVAL_S:
+            return None  # stale, and rebuilt a moment ago: vec0 until the next rebuild is due
     with _lock:
-        cached = _cache.get(key)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-        rows: list[Row] = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
-        if not rows:
-            return None
-        names: dict[str, int] = {}
-        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        kinds = np.fromiter((names.setdefault(r[2] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
-        langs = np.fromiter((names.setdefault(r[3] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
-        index = VectorIndex(ids, vectors, kinds, langs, names)
-        _cache[key] = (generation, index)
-        return index
+        entry = _cache.get(key)
+        if entry is not None and entry.generation == generation and not entry.no_room:
+            return entry.index
+        _cache.pop(key, None)  # the stale index goes before the new one is counted against the budget
+        index = _build(conn)
+        no_room = index is not None and not _evict(index.nbytes, now)
+        _cache[key] = _Entry(generation, None if no_room else index, now, no_room)
+        return None if no_room else index
+
+
+def _build(conn: apsw.Connection) -> VectorIndex | None:
+    count = one_row(conn.execute("SELECT (SELECT count(*) FROM chunks) - (SELECT count(*) FROM chunk_pending)"))[0]
+    if count < max(MIN_CHUNKS, 1) or count * (1536 if count <= EXACT_MAX_CHUNKS else 440) > _budget_bytes:
+        return None  # too few to gain, or more than the whole budget: vec0
+    rows: list[Row] = conn.execute("SELECT rowid, embedding, kind, lang FROM chunk_vec ORDER BY rowid").fetchall()
+    if not rows:
+        return None
+    names: dict[str, int] = {}
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    kinds = np.fromiter((names.setdefault(r[2] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
+    langs = np.fromiter((names.setdefault(r[3] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
+    return VectorIndex(ids, vectors, kinds, langs, names)

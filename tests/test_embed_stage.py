@@ -86,16 +86,16 @@ def test_a_page_is_searchable_and_answered_before_its_vectors_and_dense_search_f
     vector = embedder.embed_query(PROBE)
     target = FASTAPI_ORIGIN + "/tutorial/background-tasks/"
 
-    # Both dense paths: vec0's exact scan, and the in-memory index of large tenants.
-    for min_chunks in (vector_index.MIN_CHUNKS, 1):
-        monkeypatch.setattr(vector_index, "MIN_CHUNKS", min_chunks)
+    # Both dense paths: vec0's scan, and the vectors held in memory.
+    monkeypatch.setattr(vector_index, "REBUILD_INTERVAL_S", 0.0)
+    for memory_mb in (0, 256):  # vec0's scan, then the vectors held in memory
+        vector_index.configure(memory_mb)
         lexical = search(conn, PROBE, None, mode="bm25", k=5).hits
         assert lexical[0].url == target and not lexical[0].embedded
         assert search(conn, PROBE, vector, mode="dense", k=5).hits == []  # nothing to compare yet, no error
         hybrid = search(conn, PROBE, vector, mode="hybrid", k=5).hits
         assert hybrid[0].url == target and hybrid[0].similarity == 0.0 and not hybrid[0].embedded
         assert cosine_similarities(conn, vector, [h.chunk_id for h in hybrid]) == {}
-    monkeypatch.undo()
 
     # The answer path measures the pending passages itself and answers from them.
     found = ask(ctx, tenant, PROBE)
@@ -107,8 +107,8 @@ def test_a_page_is_searchable_and_answered_before_its_vectors_and_dense_search_f
     generation = tenant.generation()
     stage.step()  # one batch in (other pages' chunks): the dense side knows them, not the answer's page
     assert 0 < counts(conn)[1] < chunks
-    for min_chunks in (vector_index.MIN_CHUNKS, 1):
-        monkeypatch.setattr(vector_index, "MIN_CHUNKS", min_chunks)
+    for memory_mb in (0, 256):  # vec0's scan, then the vectors held in memory
+        vector_index.configure(memory_mb)
         hits = search(conn, PROBE, vector, mode="dense", k=200).hits
         assert len(hits) == counts(conn)[1] and all(h.embedded for h in hits) and target not in {h.url for h in hits}
         # The best BM25 candidates without vectors are measured at query time and ranked on the
@@ -116,11 +116,10 @@ def test_a_page_is_searchable_and_answered_before_its_vectors_and_dense_search_f
         hybrid = search(conn, PROBE, vector, mode="hybrid", k=10, embed_pending=pending_embedder(embedder)).hits
         assert hybrid[0].url == target and not hybrid[0].embedded
         assert hybrid[0].dense_rank is not None and hybrid[0].similarity > 0.3
-    monkeypatch.undo()
     assert stage.drain() == chunks - 16
     assert counts(conn) == (chunks, chunks, 0, 0) and tenant.generation() > generation
-    for min_chunks in (vector_index.MIN_CHUNKS, 1):
-        monkeypatch.setattr(vector_index, "MIN_CHUNKS", min_chunks)
+    for memory_mb in (0, 256):  # vec0's scan, then the vectors held in memory
+        vector_index.configure(memory_mb)
         dense = search(conn, PROBE, vector, mode="dense", k=5).hits
         assert dense[0].url == target and dense[0].embedded and dense[0].similarity > 0.3
         hybrid = search(conn, PROBE, vector, mode="hybrid", k=5).hits

@@ -1,5 +1,6 @@
-"""The in-memory fast path for large tenants agrees with vec0's exact scan, honours the kind and
-language filters, and is rebuilt when the tenant's content changes."""
+"""The in-memory dense side (float32 held exactly, or sign bits + int8 for large tenants) agrees with
+vec0's exact scan, honours the kind and language filters, is rebuilt when the tenant's content
+changes, and stays within its memory budget."""
 
 from __future__ import annotations
 
@@ -35,24 +36,28 @@ def tenant(tmp_path, monkeypatch):
                                      position=position, uid=chunk_uid("u", n, text), tokens=3, vector=vector.tobytes()))
             write_page(conn, PageWrite(url=f"https://big.test/{page}", content_hash=str(page), chunks=rows))
         tenant.bump_generation(conn)
-    monkeypatch.setattr(vector_index, "MIN_CHUNKS", 1000)
+    monkeypatch.setattr(vector_index, "REBUILD_INTERVAL_S", 0.0)
     yield tenant, centres, rng
     registry.close_all()
+    vector_index.configure(256)
 
 
 def exact(conn, vector, limit, filters=None):
-    saved = vector_index.MIN_CHUNKS
-    vector_index.MIN_CHUNKS = 10**9
+    """vec0's own scan: no index held."""
+    vector_index.configure(0)
     try:
         return dense_candidates(conn, vector, limit, filters)
     finally:
-        vector_index.MIN_CHUNKS = saved
+        vector_index.configure(256)
 
 
-def test_fast_path_agrees_with_the_exact_scan(tenant):
+@pytest.mark.parametrize("held", ["float32", "sign bits + int8"])
+def test_fast_path_agrees_with_the_exact_scan(tenant, held, monkeypatch):
     tenant, centres, rng = tenant
+    monkeypatch.setattr(vector_index, "EXACT_MAX_CHUNKS", 10**9 if held == "float32" else 0)
     conn = tenant.reader()
-    assert vector_index.index_for(conn) is not None
+    index = vector_index.index_for(conn)
+    assert index is not None and index.exact == (held == "float32")
     recalls = []
     for i in range(20):
         query = centres[i] + rng.normal(scale=0.3, size=DIM)
@@ -63,6 +68,8 @@ def test_fast_path_agrees_with_the_exact_scan(tenant):
         for chunk_id, distance in fast:
             if chunk_id in distances:
                 assert distance == pytest.approx(distances[chunk_id], abs=0.02)
+    if held == "float32":  # the same vectors, the same ranking
+        assert recalls == [1.0] * 20
     assert np.mean(recalls) >= 0.9
 
 
@@ -105,3 +112,27 @@ def test_similarities_match_the_stored_vectors(tenant):
     assert set(approx) == set(ids[:-1])
     for chunk_id, blob in conn.execute(f"SELECT rowid, embedding FROM chunk_vec WHERE rowid IN ({','.join('?' * 15)})", ids[:-1]):
         assert approx[chunk_id] == pytest.approx(float(np.frombuffer(blob, dtype=np.float32) @ query), abs=0.02)
+
+
+def test_held_within_the_memory_budget_and_vec0_beyond_it(tenant, tmp_path):
+    tenant, centres, _ = tenant
+    conn = tenant.reader()
+    index = vector_index.index_for(conn)
+    assert index is not None and index.exact
+    assert 3000 * DIM * 4 <= vector_index.held_bytes() == index.nbytes < 3000 * DIM * 4 * 1.1
+    # A second tenant that does not fit beside a recently used one is searched by vec0.
+    other_registry = TenantRegistry(tmp_path / "other")
+    other, _ = other_registry.create(SiteConfig(site="https://other.test/"), "other", embedder_id="m", dim=DIM)
+    vector = (centres[1] / np.linalg.norm(centres[1])).astype(np.float32)
+    with other.write() as writer:
+        write_page(writer, PageWrite(url="https://other.test/", content_hash="x", chunks=[ChunkRow(
+            hash=content_hash("prose", "x"), kind="prose", lang="en", text="x", heading_path=(), position=0,
+            uid="x", tokens=1, vector=vector.tobytes())]))
+        other.bump_generation(writer)
+    vector_index.configure(index.nbytes / 1024 / 1024)  # room for the first tenant only
+    assert vector_index.index_for(conn) is index
+    assert vector_index.index_for(other.reader()) is None
+    assert dense_candidates(other.reader(), vector, 5, None)[0][1] == pytest.approx(0.0, abs=1e-5)
+    vector_index.configure(0)
+    assert vector_index.held_bytes() == 0 and vector_index.index_for(conn) is None
+    other_registry.close_all()
