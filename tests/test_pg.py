@@ -30,7 +30,7 @@ from store.pages import ChunkRow, PageWrite, VectorMissing, WriteStats, vector_b
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
 from store.pg.connect import open_pool, role_name, schema_name
-from store.pg.migrations import check_model
+from store.pg.migrations import SCHEMA_VERSION, check_model
 from store.pg.portable import export_sqlite, import_sqlite
 from store.pg.tenants import PgTenants
 from store.pg.transfer import (
@@ -618,3 +618,33 @@ def test_every_table_of_a_tenant_file_has_a_postgresql_twin(tmp_path, pg, corpus
     for table in (*PAGE_TABLES, *LATER_TABLES):
         assert set(table.columns) == lite_tables[table.name] == pg_tables[table.name], table.name
     assert set(CHUNK_COLUMNS) == lite_tables["chunks"] == pg_tables["chunks"] - {"embedding", "ts_config", "tsv"}
+
+
+def test_a_schema_of_migration_1_is_brought_forward(tmp_path, pg, corpus):
+    """A tenant imported before migration 2 (pages and chunks only, a pending chunk known only by
+    its missing vector) gets the other tables when opened, its pending chunk listed in
+    chunk_pending as SQLite's m008 listed vector-less chunks."""
+    registry = TenantRegistry(tmp_path / "src")
+    tenant, _ = registry.create(SiteConfig(site=PYPUG_ORIGIN + "/"), "older", embedder_id=corpus.embedder.id,
+                                dim=corpus.embedder.dim)
+    with tenant.write() as conn:
+        sqlite_pages.write_page(conn, PENDING_PAGE)
+    registry.close_all()
+    import_postgres(pg, "older", registry.path("older"))
+    added = [t.name for t in LATER_TABLES if t.name not in ("page_chunks", "facts", "forms", "actions", "page_flags")]
+    with pg.write("older") as conn:  # back to what migration 1 left
+        for name in added:
+            conn.execute(f"DROP TABLE {name} CASCADE")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    reopened = PgTenants(pg.pool)  # a process that has not opened the tenant yet
+    try:
+        with reopened.read("older") as conn:
+            version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            assert version == (str(SCHEMA_VERSION),)
+            assert conn.execute(
+                "SELECT p.queued_at = c.created_at, c.text FROM chunk_pending p JOIN chunks c ON c.id = p.chunk_id"
+            ).fetchall() == [(True, PENDING_PAGE.chunks[0].text)]
+            for name in added:
+                conn.execute(f"SELECT count(*) FROM {name}")
+    finally:
+        pg.delete("older")
