@@ -106,8 +106,10 @@ class CrawlLeases:
                 "INSERT INTO frontdesk.crawl_leases AS held (tenant_id, node, token, claimed_at, expires_at) "
                 "VALUES (%(tenant)s, %(node)s, %(token)s, clock_timestamp(), "
                 "        clock_timestamp() + make_interval(secs => %(ttl)s)) "
+                # The takeover's times are read after its WHERE, not taken from the VALUES row: a
+                # claim that waited on a concurrent one's row lock starts its lease when it wins.
                 "ON CONFLICT (tenant_id) DO UPDATE SET node = excluded.node, token = excluded.token, "
-                "    claimed_at = excluded.claimed_at, expires_at = excluded.expires_at "
+                "    claimed_at = clock_timestamp(), expires_at = clock_timestamp() + make_interval(secs => %(ttl)s) "
                 "    WHERE held.expires_at < clock_timestamp() "
                 f"RETURNING {_TIMES}",
                 {"tenant": tenant_id, "node": node, "token": token, "ttl": ttl_s},
