@@ -48,50 +48,51 @@ class Table(msgspec.Struct, frozen=True):
 
     name: str
     columns: tuple[str, ...]
-    key: tuple[str, ...] = ("id",)
-    """Its primary key: the order an export writes rows in."""
+    order: tuple[str, ...] = ("id",)
+    """The order an export writes rows in: the primary key, or for the tables with text ids the
+    time a row was made (the order SQLite's hidden rowids had)."""
     identity: bool = True
     """Its `id` is a PostgreSQL identity, to continue after the imported ids."""
 
 
-def _table(name: str, columns: str, key: str = "id", *, identity: bool = True) -> Table:
-    """A Table from space-separated names; only an `id` key can be an identity."""
-    return Table(name, tuple(columns.split()), tuple(key.split()), identity=identity and key == "id")
+def _table(name: str, columns: str, order: str = "id") -> Table:
+    """A Table from space-separated names; the tables ordered by an integer `id` have an identity."""
+    return Table(name, tuple(columns.split()), tuple(order.split()), identity=order == "id")
 
 
 #: Copied before the chunks: the pages the chunk links point at.
 PAGE_TABLES = (
     _table("pages", "id url fetched_url title description lang breadcrumbs updated etag last_modified "
                     "sitemap_lastmod content_hash status http_status gone_reason fetched_at changed_at removed_at"),
-    _table("page_html", "page_id encoding html scrubbed", key="page_id"),
+    _table("page_html", "page_id encoding html scrubbed", order="page_id"),
 )
 #: Copied after the chunks, each after the tables its foreign keys name (both sides check them).
 LATER_TABLES = (
-    _table("chunk_pending", "chunk_id queued_at", key="chunk_id"),
-    _table("page_chunks", "page_id position chunk_id uid heading_path", key="page_id position"),
+    _table("chunk_pending", "chunk_id queued_at", order="chunk_id"),
+    _table("page_chunks", "page_id position chunk_id uid heading_path", order="page_id position"),
     _table("facts", "id page_id type kind text data"),
     _table("forms", "id page_id data"),
     _table("actions", "id page_id name label selector url source data"),
     _table("page_flags", "id page_id kind reason location text at"),
-    _table("sitemap_urls", "url lastmod seen_at", key="url"),
+    _table("sitemap_urls", "url lastmod seen_at", order="url"),
     _table("crawl_runs", "id kind started_at finished_at status summary"),
     _table("crawl_errors", "id run_id url reason message at"),
     _table("curated", "id question normalized answer urls lang embedding created_at updated_at"),
-    _table("conversations", "id created_at last_at page_url lang", identity=False),  # text ids
+    _table("conversations", "id created_at last_at page_url lang", order="created_at id"),
     _table("messages", "id conversation_id question answer confidence lang source answered latency_ms ttft_ms "
-                       "feedback feedback_at created_at", identity=False),
-    _table("citations", "message_id rank url title chunk_id score", key="message_id rank"),
+                       "feedback feedback_at created_at", order="created_at id"),
+    _table("citations", "message_id rank url title chunk_id score", order="message_id rank"),
     _table("gaps", "id question normalized lang count best_score page_url first_at last_at embedding "
                    "resolved_at curated_id"),
-    _table("usage", "day counter value", key="day counter"),
+    _table("usage", "day counter value", order="day counter"),
     _table("webhook_endpoints", "id url secret events active description created_at gap_cursor"),
     _table("webhook_deliveries", "id endpoint_id event_id event body status attempts next_at lease_until "
                                  "response_status error created_at delivered_at"),
-    _table("webhook_attempts", "delivery_id attempt at response_status error ms", key="delivery_id attempt"),
-    _table("render_decisions", "url mode decision reason render_ms requests blocked at", key="url"),
-    _table("site_manifest", "url etag last_modified content_hash actions status fetched_at flags", key="url"),
-    _table("site_contacts", "value kind source seen_at", key="value"),
-    _table("junk_urls", "url family reason detail fetched run_id at", key="url"),
+    _table("webhook_attempts", "delivery_id attempt at response_status error ms", order="delivery_id attempt"),
+    _table("render_decisions", "url mode decision reason render_ms requests blocked at", order="url"),
+    _table("site_manifest", "url etag last_modified content_hash actions status fetched_at flags", order="url"),
+    _table("site_contacts", "value kind source seen_at", order="value"),
+    _table("junk_urls", "url family reason detail fetched run_id at", order="url"),
 )
 CHUNK_COLUMNS = ("id", "hash", "kind", "lang", "text", "title", "heading", "tokens", "created_at")
 #: Every table of the file that moves; anything else an import finds is counted in `not_imported`.
@@ -178,7 +179,7 @@ def export_postgres(tenants: PgTenants, tenant_id: str, dest: Path | str) -> Exp
 
 
 def _copy_pg_table(pg: PgConnection, lite: apsw.Connection, table: Table) -> None:
-    query = f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.key)}"
+    query = f"SELECT {', '.join(table.columns)} FROM {table.name} ORDER BY {', '.join(table.order)}"
     for rows in _pg_batches(pg, query):
         _write_sqlite(lite, table.name, table.columns, rows)
 
