@@ -158,7 +158,8 @@ def test_renew_extends_and_release_frees(leases):
     assert taken is not None and leases.holder(tenant_id) is not None
     # The old claim can neither extend nor free the new one.
     assert leases.renew(renewed) is None and not leases.release(renewed)
-    assert leases.holder(tenant_id).node == "node-b"  # type: ignore[union-attr]
+    holder = leases.holder(tenant_id)
+    assert holder is not None and holder.node == "node-b"
     assert leases.release(taken)
 
 
