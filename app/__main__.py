@@ -225,7 +225,7 @@ def tenant_import(ctx: Context, args: argparse.Namespace) -> None:
             info = import_postgres(tenants, args.id, Path(args.file))
     else:
         info = import_sqlite(ctx.registry, args.id, Path(args.file))
-    skipped = "".join(f"\nnot imported (not in PostgreSQL yet): {n} {table} rows"
+    skipped = "".join(f"\nnot imported (a table this build does not know): {n} {table} rows"
                       for table, n in info.not_imported.items())
     emit(args, info, f"imported tenant {args.id} into {'PostgreSQL' if url else 'a SQLite file'}: "
                      f"{info.pages} pages, {info.chunks} chunks, {info.vectors} vectors{skipped}")

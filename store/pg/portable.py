@@ -37,7 +37,8 @@ class ImportInfo(msgspec.Struct, kw_only=True):
     vectors: int
     seconds: float
     not_imported: dict[str, int] = msgspec.field(default_factory=dict)
-    """Rows of tables the target backend does not hold yet (PostgreSQL: conversations, curated…)."""
+    """Rows of tables the import did not move: none for a file of this build; a newer file's
+    tables, or `frontdesk reindex`'s staging table when exported mid-run."""
 
 
 def export_sqlite(registry: TenantRegistry, tenant_id: str, dest: Path | str) -> ExportInfo:
