@@ -42,7 +42,7 @@ from app.followup import carried_subject
 from app.grounding import opening
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
-from app.providers import Provider
+from app.providers import Provider, word_pieces
 from app.sources import (
     cited_sources,
     drop_boilerplate,
@@ -383,12 +383,14 @@ class Answerer:
             conn = tenant.reader()
             turns = history if history is not None else (
                 conversations.history(conn, known_id) if known_id else [])
-            return tenant.config(), self._stats(tenant), turns
+            stats = self._stats(tenant)
+            carried = carried_subject(question, turns)
+            # Language identification is pure Python: here, off the event loop.
+            lang = question_language(question, request.page, "", stats.langs,
+                                     previous=question_language(carried, request.page, "", stats.langs) if carried else "")
+            return tenant.config(), turns, carried, lang
 
-        config, stats, history = await anyio.to_thread.run_sync(read_state)
-        carried = carried_subject(question, history)
-        lang = question_language(question, request.page, "", stats.langs,
-                                 previous=question_language(carried, request.page, "", stats.langs) if carried else "")
+        config, history, carried, lang = await anyio.to_thread.run_sync(read_state)
         conversation_id = known_id or uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""
@@ -421,7 +423,7 @@ class Answerer:
                     turn.gap_normalized = normalize_question(question)
                 yield MetaEvent(conversation_id=conversation_id, confidence=cached.confidence, lang=lang,
                                 answered=cached.answered, source="cache")
-                for piece in re.findall(r"\S+\s*|\s+", cached.text):
+                for piece in word_pieces(cached.text):
                     yield token(piece)
                 turn.citations = [CitationRow(url=c.url, title=c.title) for c in cached.citations]
                 yield CitationsEvent(citations=cached.citations)
@@ -448,7 +450,7 @@ class Answerer:
                     turn.source = "curated"
                     item = found.curated.curated
                     yield MetaEvent(conversation_id=conversation_id, confidence=1.0, lang=lang, source="curated")
-                    for piece in re.findall(r"\S+\s*|\s+", item.answer):
+                    for piece in word_pieces(item.answer):
                         yield token(piece)
                     citations = [Citation(title=url, url=url, snippet="") for url in item.urls]
                     turn.citations = [CitationRow(url=c.url, title=c.title) for c in citations]
@@ -462,7 +464,7 @@ class Answerer:
                     yield MetaEvent(conversation_id=conversation_id, confidence=found.confidence, lang=lang,
                                     answered=False, source="not_found")
                     message = (NOT_FOUND if links else NOT_FOUND_NO_LINKS).get(lang) or (NOT_FOUND if links else NOT_FOUND_NO_LINKS)["en"]
-                    for piece in re.findall(r"\S+\s*|\s+", message):
+                    for piece in word_pieces(message):
                         yield token(piece)
                     citations = [Citation(title=s.title, url=s.url, snippet=snippet(s.text)) for s in links]
                     turn.citations = [CitationRow(url=c.url, title=c.title) for c in citations]

@@ -2,6 +2,9 @@
 
 `answer --workers N` serves with N worker processes and sweeps 10/50 concurrent streams.
 
+`smallvm` confines `frontdesk serve` to 1 CPU / 1 GiB (a cgroup; needs root or a delegated cgroup)
+and crawls the fastapi fixture while a visitor asks a question a second.
+
 `llm` (the LLM path, opt-in) needs an OpenAI-compatible server: `python -m tests.bench llm --endpoint
 http://127.0.0.1:8080/v1 [--model NAME] [--sets pypug demo]`; without one it is skipped.
 
@@ -30,6 +33,7 @@ SUITES = {
     "embed": "tests.bench.bench_embed",
     "eval": "tests.bench.bench_eval",
     "llm": "tests.bench.bench_llm",
+    "smallvm": "tests.bench.bench_smallvm",
 }
 
 
