@@ -51,7 +51,11 @@ class Embedder(abc.ABC):
     dim: int
     #: Largest number of the model's own tokens one text may have before truncation.
     max_tokens: int
-    batch_size: int = 32
+    #: Texts per model run. Activations grow with the batch (and the square of its longest text):
+    #: on ~230-token chunks a run of 32 peaked at ~570 MB RSS, 16 at ~375 MB, 8 at ~265 MB, for
+    #: the same chunks/s within noise on 2 cores (three interleaved rounds each, 22 / 20 / 21
+    #: chunks/s medians for 8 / 16 / 32). At 32 a crawl OOM-killed the server in a 1 GiB box.
+    batch_size: int = 8
     #: Cosine similarity of a question and a passage → answer confidence 0..1, linearly from
     #: `similarity_floor` (0) to floor + span (1). Each model's scale differs; calibrated on the
     #: golden sets (tests/eval/, docs/eval.md).
