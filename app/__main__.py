@@ -16,6 +16,7 @@ import msgspec
 from app.context import Context
 from app.progress import Progress
 from app.settings import Settings
+from app.workers import limit_malloc_arenas
 from store.errors import FrontdeskError, InvalidInput
 
 if TYPE_CHECKING:
@@ -541,6 +542,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First, before any thread starts (and before `serve` forks its workers, which inherit it).
+    limit_malloc_arenas()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")

@@ -281,6 +281,15 @@ def test_the_default_worker_count_follows_cores_and_memory(tmp_path):
     assert usable_cpus(cgroup) == len(os.sched_getaffinity(0))
 
 
+def test_malloc_arenas_are_capped_in_a_fresh_process():
+    """glibc accepts the cap (mallopt returns 1), and processes started later get it by environment."""
+    code = ("import os; from app.workers import limit_malloc_arenas; "
+            "print(limit_malloc_arenas(), os.environ['MALLOC_ARENA_MAX'])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}).stdout.split()
+    assert out == ["True", "2"]
+
+
 def test_a_file_lock_has_one_holder_until_released(tmp_path):
     first, second = FileLock(tmp_path / "x.lock"), FileLock(tmp_path / "x.lock")
     assert first.acquire() and not second.acquire()
