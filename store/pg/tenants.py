@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool
 
 from store.config import SiteConfig, decode_stored_config, encode_config
 from store.errors import TenantExists, TenantNotFound
-from store.pg import migrations
+from store.pg import leases, migrations
 from store.pg.connect import PgConnection, admin, as_tenant, role_name, schema_name
 from store.tenants import hash_token, validate_tenant_id
 
@@ -105,7 +105,7 @@ class PgTenants:
         return admin_token
 
     def delete(self, tenant_id: str) -> None:
-        """Drop the tenant's schema (all its data) and its role, in one transaction."""
+        """Drop the tenant's schema (all its data), its crawl lease and its role, in one transaction."""
         if not self.exists(tenant_id):
             raise TenantNotFound(f"tenant {tenant_id} does not exist")
         schema, role = sql.Identifier(schema_name(tenant_id)), sql.Identifier(role_name(tenant_id))
@@ -114,6 +114,7 @@ class PgTenants:
             conn.execute("SELECT set_config('role', %s, true)", (role_name(tenant_id),))
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(schema))
             conn.execute("SELECT set_config('role', 'none', true)")
+            leases.forget(conn, tenant_id)
             conn.execute(sql.SQL("DROP ROLE {}").format(role))
         self._migrated.discard(tenant_id)
 
