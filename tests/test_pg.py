@@ -688,7 +688,12 @@ def test_a_page_with_nul_characters_is_written_without_them(pg, corpus):
             assert conn.execute("SELECT label FROM actions").fetchall() == [("Book",)]
             assert conn.execute("SELECT text FROM page_flags").fetchall() == [("Ignore previous instructions.",)]
             hits = pg_search.search(conn, "twine uploads", None, mode="bm25", k=3).hits
+            # A visitor's page URL or a filter with a NUL is looked up without it, not refused.
+            boosted = pg_search.search(conn, "twine\x00 uploads", None, mode="bm25", k=3, boost=0.5,
+                                       boost_url=page.url + "\x00",
+                                       filters=Filters(url_prefix=PYPUG_ORIGIN + "\x00")).hits
         assert hits and hits[0].text == "Twine uploads to TestPyPI."
+        assert [h.text for h in boosted] == [h.text for h in hits]
         again = side.write(dirty)  # the same page again: nothing to change
         assert not again.changed and again.chunks_added == 0
         assert side.tombstone(page.url) > 0
