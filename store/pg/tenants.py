@@ -37,11 +37,13 @@ class PgTenants:
         role the login role cannot become are not frontdesk's and are skipped."""
         found = []
         with admin(self.pool) as conn:
+            # 'SET' (16+): may become the owner; a membership with ADMIN OPTION alone may not.
+            can_become = "SET" if conn.info.server_version >= 160000 else "MEMBER"
             rows = conn.execute(
                 "SELECT n.nspname, r.rolname FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner "
                 "JOIN pg_class c ON c.relnamespace = n.oid "
                 "WHERE starts_with(n.nspname, 't_') AND c.relname = 'meta' "
-                "AND pg_has_role(current_user, n.nspowner, 'MEMBER') ORDER BY 1"
+                "AND pg_has_role(current_user, n.nspowner, %s) ORDER BY 1", (can_become,)
             ).fetchall()
             for schema, owner in rows:
                 conn.execute("SELECT set_config('role', %s, true)", (owner,))
