@@ -187,11 +187,9 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
         sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _database_url() -> str:
+def _database_url(ctx: Context) -> str:
     """FRONTDESK_DATABASE_URL: the PostgreSQL backend's, or empty for the SQLite files."""
-    import os
-
-    return os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    return ctx.settings.database_url.strip()
 
 
 @command("tenant export")
@@ -199,12 +197,12 @@ def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
     """A tenant as one standalone SQLite tenant file, from whichever backend holds it."""
     from store.pg.portable import export_sqlite
 
-    url = _database_url()
+    url = _database_url(ctx)
     if url:
         from store.pg.backend import postgres_tenants
         from store.pg.transfer import export_postgres
 
-        with postgres_tenants(url) as tenants:
+        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
             info = export_postgres(tenants, args.id, Path(args.file))
     else:
         info = export_sqlite(ctx.registry, args.id, Path(args.file))
@@ -217,12 +215,12 @@ def tenant_import(ctx: Context, args: argparse.Namespace) -> None:
     """An SQLite tenant file loaded into the configured backend as a new tenant."""
     from store.pg.portable import import_sqlite
 
-    url = _database_url()
+    url = _database_url(ctx)
     if url:
         from store.pg.backend import postgres_tenants
         from store.pg.transfer import import_postgres
 
-        with postgres_tenants(url) as tenants:
+        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
             info = import_postgres(tenants, args.id, Path(args.file))
     else:
         info = import_sqlite(ctx.registry, args.id, Path(args.file))

@@ -78,6 +78,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds before the first webhook retry; each further retry waits twice as long (at most 1 h)."""
     webhook_gap_batch_seconds: float = 300.0
     """New knowledge gaps are collected and sent as one gap.new event at most this often."""
+    database_url: str = ""
+    """PostgreSQL + pgvector backend (postgresql://user:password@host:5432/db); empty = the SQLite
+    files under DATA_DIR. In progress (issue 17): only `tenant export` and `tenant import` use it yet."""
+    database_pool_size: int = 8
+    """Most PostgreSQL connections one frontdesk process opens (its connection pool's size); a tenant's
+    unit of work holds one until it commits. A CLI command needs one; a server, about its concurrent requests."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: Any) -> Settings:
@@ -89,9 +95,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 values[name] = raw
         values.update({k: str(v) if isinstance(v, Path) else v for k, v in overrides.items() if v is not None})
         try:
-            return msgspec.convert(values, cls, strict=False)
+            settings = msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:
             raise InvalidConfig(f"bad FRONTDESK_* setting: {exc}") from None
+        if settings.database_pool_size < 1:
+            raise InvalidConfig("bad FRONTDESK_* setting: FRONTDESK_DATABASE_POOL_SIZE must be at least 1")
+        return settings
 
     @property
     def base_url(self) -> str:

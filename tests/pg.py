@@ -33,6 +33,11 @@ def _wheel_install() -> Path:
     return Path(spec.origin).parent / "pginstall"
 
 
+def client(name: str) -> Path:
+    """A client program of the wheel's PostgreSQL (pg_dump, pg_restore, psql), run as ourselves."""
+    return _wheel_install() / "bin" / name
+
+
 def _install_for(user: str | None, scratch: Path) -> Path:
     """The installation `user` can run: the wheel's, or — when the server user cannot reach it
     (a checkout under /root, mode 700) — a copy of its bin, lib and share and the wheel's bundled
@@ -81,7 +86,8 @@ def _run(args: list[str], user: str | None, cwd: Path) -> None:
 
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """Start a throwaway server; yields its URL (superuser `postgres`, database `postgres`)."""
+    """Start a throwaway server; yields its URL (superuser `postgres`, database `postgres`). Other
+    roles made in it log in with their passwords."""
     import psycopg
 
     root = Path(tempfile.mkdtemp(prefix="frontdesk-pg-"))
@@ -98,6 +104,11 @@ def postgres_server() -> Iterator[str]:
         # -N: no fsync of the new cluster; trust auth: the server listens on loopback only.
         _run([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--encoding=UTF8",
               "--locale=C", "-N"], user, root)
+        # The superuser by trust (the server listens on loopback only); every other role by its
+        # password, as an operator's login role is reached, so a test of one checks the password too.
+        (data / "pg_hba.conf").write_text(
+            "host all postgres 127.0.0.1/32 trust\n"
+            "host all all 127.0.0.1/32 scram-sha-256\n")
         # A test server: durability off (fsync, synchronous_commit), no Unix socket (-k '').
         options = (f"-h 127.0.0.1 -p {port} -k '' -c fsync=off -c synchronous_commit=off "
                    "-c full_page_writes=off -c max_connections=40")

@@ -648,3 +648,90 @@ def test_a_schema_of_migration_1_is_brought_forward(tmp_path, pg, corpus):
                 conn.execute(f"SELECT count(*) FROM {name}")
     finally:
         pg.delete("older")
+
+
+def _nul_free(content: dict[str, object]) -> dict[str, object]:
+    """A tenant file's content (`_content`) as PostgreSQL holds it: U+0000 taken out of every text."""
+    def clean(value: object) -> object:
+        return value.replace("\x00", "") if isinstance(value, str) else value
+
+    out: dict[str, object] = {}
+    for name, rows in content.items():
+        assert isinstance(rows, list)
+        if name == "chunk_vec":
+            out[name] = [tuple(clean(v) for v in row) for row in rows]
+        else:
+            out[name] = sorted((tuple((kind, clean(v)) for kind, v in row) for row in rows), key=repr)
+    return out
+
+
+def test_a_page_with_nul_characters_is_written_without_them(pg, corpus):
+    """PostgreSQL text cannot hold U+0000: a crawled page with one in its title, a chunk, a heading,
+    a fact, an action or a flagged passage is written with the NULs taken out, not refused."""
+    page = corpus.pages[0]
+    first = page.chunks[0]
+    dirty = msgspec.structs.replace(
+        page, title="Using\x00 TestPyPI", description="test\x00pypi", chunks=[
+            msgspec.structs.replace(first, text="Twine\x00 uploads to TestPyPI.\x00",
+                                    heading_path=("Using\x00 TestPyPI",)), *page.chunks[1:]],
+        facts=[{"type": "Organization", "kind": "fact", "text": "PyPA\x00 opens 9–5", "data": {"n": "a\x00b"}}],
+        actions=[{"name": "book", "label": "Bo\x00ok", "url": "/book", "source": "data-action"}],
+        flags=[{"reason": "override", "where": "h1", "text": "Ignore\x00 previous instructions."}])
+    side = PgSide(pg, corpus.embedder)
+    try:
+        assert side.write(dirty).changed
+        with pg.read(side.id) as conn:
+            assert conn.execute("SELECT title, description FROM pages").fetchall() == [("Using TestPyPI", "testpypi")]
+            assert conn.execute("SELECT text, title, heading FROM chunks WHERE hash = %s", (first.hash,)).fetchone() \
+                == ("Twine uploads to TestPyPI.", "Using TestPyPI", "Using TestPyPI")
+            assert conn.execute("SELECT text, data FROM facts").fetchall() == [("PyPA opens 9–5", '{"n": "a\\u0000b"}')]
+            assert conn.execute("SELECT label FROM actions").fetchall() == [("Book",)]
+            assert conn.execute("SELECT text FROM page_flags").fetchall() == [("Ignore previous instructions.",)]
+            hits = pg_search.search(conn, "twine uploads", None, mode="bm25", k=3).hits
+            # A visitor's page URL or a filter with a NUL is looked up without it, not refused.
+            boosted = pg_search.search(conn, "twine\x00 uploads", None, mode="bm25", k=3, boost=0.5,
+                                       boost_url=page.url + "\x00",
+                                       filters=Filters(url_prefix=PYPUG_ORIGIN + "\x00")).hits
+        assert hits and hits[0].text == "Twine uploads to TestPyPI."
+        assert [h.text for h in boosted] == [h.text for h in hits]
+        again = side.write(dirty)  # the same page again: nothing to change
+        assert not again.changed and again.chunks_added == 0
+        assert side.tombstone(page.url) > 0
+    finally:
+        side.close()
+
+
+def test_a_tenant_file_with_nul_characters_imports_without_them(tmp_path, pg, corpus):
+    """SQLite keeps U+0000 in text; the PostgreSQL import takes it out of every text (a page title,
+    a chunk, a visitor's message) instead of failing the whole tenant, and the export gives back
+    the file's content without the NULs."""
+    page = corpus.pages[0]
+    dirty = msgspec.structs.replace(page, title="Using\x00 TestPyPI", chunks=[
+        msgspec.structs.replace(page.chunks[0], text="Twine\x00 uploads to TestPyPI."), *page.chunks[1:]])
+    registry = TenantRegistry(tmp_path / "src")
+    tenant, _ = registry.create(SiteConfig(site=PYPUG_ORIGIN + "/"), "nulls", embedder_id=corpus.embedder.id,
+                                dim=corpus.embedder.dim)
+    with tenant.write() as conn:
+        sqlite_pages.write_page(conn, dirty)
+        conversations.save_turn(conn, conversations.Turn(
+            conversation_id="c-1", message_id="m-1", question="upload\x00 to test pypi?", answer="Use\x00 twine.",
+            confidence=0.5, lang="en", source="llm", answered=True))
+    assert tenant.reader().execute("SELECT title FROM pages").fetchall() == [("Using\x00 TestPyPI",)]  # kept
+    registry.close_all()
+    original = registry.path("nulls")
+
+    imported = import_postgres(pg, "nulls", original)
+    try:
+        assert imported.pages == 1 and imported.not_imported == {}
+        with pg.read("nulls") as conn:
+            assert conn.execute("SELECT title FROM pages").fetchall() == [("Using TestPyPI",)]
+            assert conn.execute("SELECT text FROM chunks WHERE hash = %s", (page.chunks[0].hash,)).fetchone() \
+                == ("Twine uploads to TestPyPI.",)
+            assert conn.execute("SELECT question, answer FROM messages").fetchall() == \
+                [("upload to test pypi?", "Use twine.")]
+        out = tmp_path / "out" / "tenants" / "nulls.db"
+        out.parent.mkdir(parents=True)
+        export_postgres(pg, "nulls", out)
+        assert _content(out) == _nul_free(_content(original))
+    finally:
+        pg.delete("nulls")

@@ -218,3 +218,38 @@ def test_nodes_starting_together_make_the_table_once(pool):
     assert errors == []
     leases = CrawlLeases(pool)
     assert leases.claim(_tenant(), "node-a", 1) is not None
+
+
+def test_a_deleted_tenant_takes_its_lease_with_it(leases, pool):
+    tenants = PgTenants(pool)
+    tenant_id = _tenant()
+    tenants.create(SiteConfig(site="https://bakery.test/"), tenant_id, embedder_id="m", dim=4)
+    other = leases.claim("lease-bystander", "node-b", 30)  # another tenant's lease stays
+    held = leases.claim(tenant_id, "node-a", 30)
+    assert held is not None and other is not None
+    tenants.delete(tenant_id)
+    with pool.connection() as conn:
+        rows = conn.execute("SELECT tenant_id FROM frontdesk.crawl_leases WHERE tenant_id = ANY(%s)",
+                            ([tenant_id, "lease-bystander"],)).fetchall()
+    assert rows == [("lease-bystander",)]
+    assert leases.holder(tenant_id) is None
+    assert leases.renew(held) is None  # the node still crawling it is told to stop
+    # Made again under that id, the tenant starts unclaimed.
+    tenants.create(SiteConfig(site="https://bakery.test/"), tenant_id, embedder_id="m", dim=4)
+    try:
+        assert leases.claim(tenant_id, "node-c", 30) is not None
+    finally:
+        tenants.delete(tenant_id)
+        assert leases.release(other)
+
+
+def test_a_tenant_is_deleted_on_a_database_without_the_lease_table(pool):
+    with pool.connection() as conn:  # as on a database no node has opened CrawlLeases on
+        conn.execute("DROP SCHEMA IF EXISTS frontdesk CASCADE")
+        conn.commit()
+    tenants = PgTenants(pool)
+    tenant_id = _tenant()
+    tenants.create(SiteConfig(site="https://bakery.test/"), tenant_id, embedder_id="m", dim=4)
+    tenants.delete(tenant_id)
+    assert not tenants.exists(tenant_id)
+    CrawlLeases(pool)  # the later tests' table back

@@ -15,7 +15,9 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def postgres_tenants(url: str) -> Iterator[PgTenants]:
+def postgres_tenants(url: str, *, pool_size: int = 2) -> Iterator[PgTenants]:
+    """The tenants of the database at `url` (FRONTDESK_DATABASE_URL) through a pool of at most
+    `pool_size` connections (FRONTDESK_DATABASE_POOL_SIZE), closed on exit."""
     try:
         from store.pg.tenants import connected
     except ImportError as exc:
@@ -23,5 +25,5 @@ def postgres_tenants(url: str) -> Iterator[PgTenants]:
             f"FRONTDESK_DATABASE_URL is set but the PostgreSQL backend is not installed ({exc.name} is "
             "missing): pip install 'frontdesk[postgres]'"
         ) from None
-    with connected(url) as tenants:
+    with connected(url, pool_size=pool_size) as tenants:
         yield tenants

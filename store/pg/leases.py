@@ -31,8 +31,18 @@ import msgspec
 from psycopg_pool import ConnectionPool
 
 from store.errors import InvalidInput
-from store.pg.connect import admin
+from store.pg.connect import PgConnection, admin
 from store.tenants import validate_tenant_id
+
+
+def forget(conn: PgConnection, tenant_id: str) -> None:
+    """Drop a tenant's lease row in the caller's login-role transaction: deleting a tenant
+    (store/pg/tenants.py) takes its lease with it, so a node still crawling it finds `renew`
+    returning None and stops, and a tenant made again later under that id starts unclaimed. A
+    database on which no node has opened CrawlLeases has no table, and nothing to forget."""
+    exists = conn.execute("SELECT to_regclass('frontdesk.crawl_leases') IS NOT NULL").fetchone()
+    if exists is not None and exists[0]:
+        conn.execute("DELETE FROM frontdesk.crawl_leases WHERE tenant_id = %s", (tenant_id,))
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True):

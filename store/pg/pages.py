@@ -1,7 +1,10 @@
 """Pages and their chunks in a tenant's PostgreSQL schema: the `PageWrite` of store/pages.py
 written in the caller's transaction, tombstones, and which chunk texts are already stored. The
 same rules as the SQLite module: a chunk row per distinct text (by hash), shared by every page
-that has it; chunks no page links to any more are deleted with their vectors."""
+that has it; chunks no page links to any more are deleted with their vectors.
+
+Every text written here goes through `without_nul` (store/pg/nul.py): PostgreSQL text cannot hold
+U+0000, which a crawled page may have; the SQLite side keeps it."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from collections.abc import Iterable
 
 from store.pages import PageWrite, VectorMissing, WriteStats
 from store.pg.connect import PgConnection
+from store.pg.nul import strip_nul, without_nul
 from store.pg.textsearch import config_for
 from store.pg.vectors import to_pg
 
@@ -40,10 +44,10 @@ def _delete_orphans(conn: PgConnection, chunk_ids: Iterable[int]) -> int:
 
 def _upsert_page(conn: PgConnection, page: PageWrite, now: float) -> tuple[int, bool]:
     row = conn.execute("SELECT id, content_hash, status FROM pages WHERE url = %s FOR UPDATE",
-                       (page.url,)).fetchone()
-    values = (page.url, page.fetched_url or page.url, page.title, page.description, page.lang,
+                       (strip_nul(page.url),)).fetchone()
+    values = without_nul((page.url, page.fetched_url or page.url, page.title, page.description, page.lang,
               json.dumps(page.breadcrumbs, ensure_ascii=False), page.updated, page.etag, page.last_modified,
-              page.sitemap_lastmod, page.content_hash, page.http_status, now)
+              page.sitemap_lastmod, page.content_hash, page.http_status, now))
     if row is None:
         inserted = conn.execute(
             f"INSERT INTO pages({', '.join(_PAGE_FIELDS)}, changed_at) "
@@ -89,16 +93,17 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
             inserted = conn.execute(
                 "INSERT INTO chunks(hash, kind, lang, text, title, heading, tokens, created_at, embedding, ts_config) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s::regconfig) RETURNING id",
-                (chunk.hash, chunk.kind, chunk.lang, chunk.text, page.title, " > ".join(chunk.heading_path),
-                 chunk.tokens, now, to_pg(chunk.vector), config_for(chunk.lang)),
+                without_nul((chunk.hash, chunk.kind, chunk.lang, chunk.text, page.title,
+                             " > ".join(chunk.heading_path), chunk.tokens, now, to_pg(chunk.vector),
+                             config_for(chunk.lang))),
             ).fetchone()
             assert inserted is not None
             chunk_id = known[chunk.hash] = int(inserted[0])
             added += 1
         new_ids.append(chunk_id)
         # Positions are unique per page; a repeated one replaces the earlier (SQLite's INSERT OR REPLACE).
-        links[chunk.position] = (page_id, chunk.position, chunk_id, chunk.uid,
-                                 json.dumps(list(chunk.heading_path), ensure_ascii=False))
+        links[chunk.position] = without_nul((page_id, chunk.position, chunk_id, chunk.uid,
+                                             json.dumps(list(chunk.heading_path), ensure_ascii=False)))
     configs = sorted({config_for(c.lang) for c in page.chunks})
     if added and configs:
         conn.execute("INSERT INTO chunk_configs(cfg) SELECT unnest(%s::regconfig[]) ON CONFLICT DO NOTHING",
@@ -113,26 +118,28 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
             cursor.execute(f"DELETE FROM {table} WHERE page_id = %s", (page_id,))
         cursor.executemany(
             "INSERT INTO facts(page_id, type, kind, text, data) VALUES (%s, %s, %s, %s, %s)",
-            [(page_id, fact.get("type", ""), fact.get("kind", "fact"), fact.get("text", ""),
-              json.dumps(fact.get("data", {}), ensure_ascii=False, default=str)) for fact in page.facts],
+            [without_nul((page_id, fact.get("type", ""), fact.get("kind", "fact"), fact.get("text", ""),
+                          json.dumps(fact.get("data", {}), ensure_ascii=False, default=str)))
+             for fact in page.facts],
         )
         cursor.executemany("INSERT INTO forms(page_id, data) VALUES (%s, %s)",
                            [(page_id, json.dumps(form, ensure_ascii=False)) for form in page.forms])
         cursor.executemany(
             "INSERT INTO actions(page_id, name, label, selector, url, source, data) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(page_id, a.get("name", ""), a.get("label", ""), a.get("selector", ""), a.get("url", ""),
-              a.get("source", "data-action"), json.dumps(a, ensure_ascii=False)) for a in page.actions],
+            [without_nul((page_id, a.get("name", ""), a.get("label", ""), a.get("selector", ""), a.get("url", ""),
+                          a.get("source", "data-action"), json.dumps(a, ensure_ascii=False))) for a in page.actions],
         )
         cursor.executemany(
             "INSERT INTO page_flags(page_id, reason, location, text, at) VALUES (%s, %s, %s, %s, %s)",
-            [(page_id, f.get("reason", ""), f.get("where", ""), f.get("text", ""), now) for f in page.flags],
+            [without_nul((page_id, f.get("reason", ""), f.get("where", ""), f.get("text", ""), now))
+             for f in page.flags],
         )
     if page.html is not None:
         conn.execute(
             "INSERT INTO page_html(page_id, encoding, html, scrubbed) VALUES (%s, %s, %s, 1) "
             "ON CONFLICT (page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html, scrubbed = 1",
-            (page_id, page.encoding, zlib.compress(page.html, 6)),
+            without_nul((page_id, page.encoding, zlib.compress(page.html, 6))),
         )
     return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added,
                       chunks_deleted=deleted)
@@ -140,7 +147,8 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
 
 def tombstone_page(conn: PgConnection, url: str, reason: str, http_status: int | None = None) -> int:
     """Remove a page from search (status 'gone'); delete the chunks only it had. Returns chunks deleted."""
-    row = conn.execute("SELECT id FROM pages WHERE url = %s AND status = 'active' FOR UPDATE", (url,)).fetchone()
+    row = conn.execute("SELECT id FROM pages WHERE url = %s AND status = 'active' FOR UPDATE",
+                       (strip_nul(url),)).fetchone()
     if row is None:
         return 0
     page_id = row[0]
@@ -152,7 +160,7 @@ def tombstone_page(conn: PgConnection, url: str, reason: str, http_status: int |
         "UPDATE pages SET status = 'gone', gone_reason = %s, http_status = COALESCE(%s, http_status), "
         "removed_at = %s, etag = NULL, last_modified = NULL, sitemap_lastmod = NULL, content_hash = NULL "
         "WHERE id = %s",
-        (reason, http_status, time.time(), page_id),
+        (strip_nul(reason), http_status, time.time(), page_id),
     )
     return _delete_orphans(conn, old_ids)
 

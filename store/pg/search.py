@@ -26,6 +26,7 @@ from psycopg import sql
 
 from store.errors import InvalidQuery
 from store.pg.connect import PgConnection
+from store.pg.nul import strip_nul
 from store.pg.textsearch import query_words
 from store.pg.vectors import query_to_pg
 from store.search import (
@@ -174,6 +175,9 @@ def search(
                 shown_prefix=(filters.url_prefix if filters else None) or "")
     if vector is not None:
         args["vector"] = query_to_pg(vector)
+    # The visitor's page URL and the filters come from outside; PostgreSQL text cannot hold U+0000
+    # (psycopg refuses it), and stored text has none (store/pg/nul.py), so it is taken out here too.
+    args = {key: strip_nul(value) if isinstance(value, str) else value for key, value in args.items()}
     with conn.pipeline():
         # HNSW returns at most ef_search rows: ask for the candidate depth; with filters, keep
         # scanning the graph until enough rows pass them (pgvector 0.8 iterative scans).

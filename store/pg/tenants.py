@@ -13,7 +13,7 @@ from psycopg_pool import ConnectionPool
 
 from store.config import SiteConfig, decode_stored_config, encode_config
 from store.errors import TenantExists, TenantNotFound
-from store.pg import migrations
+from store.pg import leases, migrations
 from store.pg.connect import PgConnection, admin, as_tenant, role_name, schema_name
 from store.tenants import hash_token, validate_tenant_id
 
@@ -32,27 +32,42 @@ class PgTenants:
         return row is not None
 
     def ids(self) -> list[str]:
-        """The tenants whose schema has a meta table naming them."""
-        with admin(self.pool) as conn:
-            rows = conn.execute(
-                "SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid "
-                "WHERE starts_with(n.nspname, 't_') AND c.relname = 'meta' ORDER BY 1"
-            ).fetchall()
+        """The tenants whose schema has a meta table naming them. Each meta is read as the
+        schema's owner (the login role itself may not read it: see `create`); schemas owned by a
+        role the login role cannot become are not frontdesk's and are skipped."""
         found = []
-        for (schema,) in rows:
-            with admin(self.pool) as conn:
+        with admin(self.pool) as conn:
+            # 'SET' (16+): may become the owner; a membership with ADMIN OPTION alone may not.
+            can_become = "SET" if conn.info.server_version >= 160000 else "MEMBER"
+            rows = conn.execute(
+                "SELECT n.nspname, r.rolname FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner "
+                "JOIN pg_class c ON c.relnamespace = n.oid "
+                "WHERE starts_with(n.nspname, 't_') AND c.relname = 'meta' "
+                "AND pg_has_role(current_user, n.nspowner, %s) ORDER BY 1", (can_become,)
+            ).fetchall()
+            for schema, owner in rows:
+                conn.execute("SELECT set_config('role', %s, true)", (owner,))
                 row = conn.execute(
                     sql.SQL("SELECT value FROM {}.meta WHERE key = 'tenant_id'").format(sql.Identifier(schema))
                 ).fetchone()
-            if row is not None:
-                found.append(str(row[0]))
+                conn.execute("SELECT set_config('role', 'none', true)")
+                if row is not None:
+                    found.append(str(row[0]))
         return sorted(found)
 
     def create(self, config: SiteConfig, tenant_id: str, *, embedder_id: str, dim: int,
                fingerprint: str = "", meta: dict[str, str] | None = None,
                fill: Callable[[PgConnection], None] | None = None) -> str:
-        """Create a tenant: its role (NOLOGIN, granted to the login role so it can SET ROLE), its
-        schema owned by that role, the migrations, meta and site config, in one transaction.
+        """Create a tenant: its role (NOLOGIN), its schema owned by that role, the migrations, meta
+        and site config, in one transaction.
+
+        The role is granted to the login role WITH INHERIT FALSE, SET TRUE (PostgreSQL 16+): the
+        login role may become the tenant (`SET ROLE`, what every unit of work does) but does not
+        hold its privileges otherwise, so outside a tenant's unit of work — and after a `RESET
+        ROLE` inside one — a non-superuser login role reads no tenant's tables. (A superuser reads
+        everything whatever the grants.) A login role with CREATEROLE gets ADMIN OPTION on the
+        roles it creates (PostgreSQL 16+), which is what lets it grant this and drop the role later.
+
         Returns the admin token (shown once). `meta` (an import) overrides the generated keys;
         `fill` (an import) writes the tenant's rows in that same transaction, as its role, so a
         failed import leaves no tenant behind."""
@@ -68,7 +83,10 @@ class PgTenants:
             has_role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role_name(tenant_id),)).fetchone()
             if not has_role:  # left by a tenant deleted while its role could not be dropped
                 conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(role))
-            conn.execute(sql.SQL("GRANT {} TO current_user").format(role))
+            if conn.info.server_version >= 160000:
+                conn.execute(sql.SQL("GRANT {} TO current_user WITH INHERIT FALSE, SET TRUE").format(role))
+            else:  # no grant options before 16: membership inherits (untested here, PostgreSQL 18)
+                conn.execute(sql.SQL("GRANT {} TO current_user").format(role))
             conn.execute(sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(schema, role))
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(role))
             conn.execute(sql.SQL("SET LOCAL search_path = {}, public").format(schema))
@@ -89,12 +107,16 @@ class PgTenants:
         return admin_token
 
     def delete(self, tenant_id: str) -> None:
-        """Drop the tenant's schema (all its data) and its role."""
+        """Drop the tenant's schema (all its data), its crawl lease and its role, in one transaction."""
         if not self.exists(tenant_id):
             raise TenantNotFound(f"tenant {tenant_id} does not exist")
         schema, role = sql.Identifier(schema_name(tenant_id)), sql.Identifier(role_name(tenant_id))
         with admin(self.pool) as conn:
+            # As the schema's owner: the login role does not inherit the tenant's privileges.
+            conn.execute("SELECT set_config('role', %s, true)", (role_name(tenant_id),))
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(schema))
+            conn.execute("SELECT set_config('role', 'none', true)")
+            leases.forget(conn, tenant_id)
             conn.execute(sql.SQL("DROP ROLE {}").format(role))
         self._migrated.discard(tenant_id)
 
@@ -144,11 +166,12 @@ class PgTenants:
 
 
 @contextmanager
-def connected(url: str) -> Iterator[PgTenants]:
-    """The tenants of the database at `url`, through a pool closed on exit (a CLI command's)."""
+def connected(url: str, *, pool_size: int = 2) -> Iterator[PgTenants]:
+    """The tenants of the database at `url`, through a pool of at most `pool_size` connections,
+    closed on exit (a CLI command's)."""
     from store.pg.connect import open_pool
 
-    pool = open_pool(url, max_size=2)
+    pool = open_pool(url, max_size=pool_size)
     try:
         yield PgTenants(pool)
     finally:

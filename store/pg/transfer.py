@@ -12,6 +12,10 @@ after them, so a chunk id means the same chunk on both sides and export → impo
 the same rows. A table this build does not know (a newer file, or `frontdesk reindex`'s staging
 table mid-run) is counted in `ImportInfo.not_imported`, not dropped silently; only named columns
 are read, so a file with more columns than this build knows still imports what is known.
+
+U+0000 is taken out of every text on the way in (store/pg/nul.py): PostgreSQL text cannot hold it,
+and one NUL in a page title or a visitor's message would otherwise fail the whole import. The
+SQLite file keeps its NULs; the byte-equal round trip holds for text without them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from store.connect import one_row
 from store.errors import TenantExists, TenantNotFound
 from store.pg import migrations as pg_migrations
 from store.pg.connect import PgConnection
+from store.pg.nul import strip_nul, without_nul
 from store.pg.portable import ExportInfo, ImportInfo
 from store.pg.tenants import PgTenants
 from store.pg.textsearch import config_for
@@ -219,12 +224,13 @@ def import_postgres(tenants: PgTenants, tenant_id: str, src: Path | str) -> Impo
 
             def fill(pg: PgConnection) -> None:
                 # The stored text and time as they are, not the config encoded again now.
-                pg.execute("UPDATE site_config SET config = %s, updated_at = %s WHERE id = 1", config_row)
+                pg.execute("UPDATE site_config SET config = %s, updated_at = %s WHERE id = 1",
+                           without_nul(config_row))
                 copied.update(_fill_postgres(lite, pg))
 
             tenants.create(config, tenant_id, embedder_id=meta["embedder_id"], dim=int(meta["embedder_dim"]),
                            fingerprint=meta.get("embedder_fingerprint", ""),
-                           meta={k: v for k, v in meta.items() if k not in OWN_META}, fill=fill)
+                           meta={k: strip_nul(v) for k, v in meta.items() if k not in OWN_META}, fill=fill)
         finally:
             tenant.close()
     return ImportInfo(
@@ -249,7 +255,7 @@ def _fill_postgres(lite: apsw.Connection, pg: PgConnection) -> dict[str, int]:
             "LEFT JOIN chunk_vec v ON v.rowid = c.id ORDER BY c.id")
         for row in cursor:
             blob = row[-1]
-            copy.write_row((*row[:-1], None if blob is None else to_pg(blob), config_for(row[3])))
+            copy.write_row((*without_nul(row[:-1]), None if blob is None else to_pg(blob), config_for(row[3])))
             chunks += 1
             vectors += blob is not None
     copied["chunks"], copied["vectors"] = chunks, vectors
@@ -270,6 +276,6 @@ def _copy_lite_table(lite: apsw.Connection, pg: PgConnection, table: Table) -> i
     count = 0
     with pg.cursor().copy(f"COPY {table.name} ({', '.join(table.columns)}) FROM STDIN") as copy:
         for row in lite.execute(f"SELECT {', '.join(table.columns)} FROM {table.name}"):
-            copy.write_row(row)
+            copy.write_row(without_nul(row))
             count += 1
     return count
