@@ -35,6 +35,7 @@ class Context:
             model or self.settings.model,
             cache_dir=self.settings.model_cache,
             threads=self.settings.embed_threads or None,
+            batch=self.settings.embed_batch or None,
         )
 
     def tenant(self, tenant_id: str) -> Tenant:

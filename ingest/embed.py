@@ -51,11 +51,14 @@ class Embedder(abc.ABC):
     dim: int
     #: Largest number of the model's own tokens one text may have before truncation.
     max_tokens: int
-    #: Texts per model run. Activations grow with the batch (and the square of its longest text):
-    #: on ~230-token chunks a run of 32 peaked at ~570 MB RSS, 16 at ~375 MB, 8 at ~265 MB, for
-    #: the same chunks/s within noise on 2 cores (three interleaved rounds each, 22 / 20 / 21
-    #: chunks/s medians for 8 / 16 / 32). At 32 a crawl OOM-killed the server in a 1 GiB box.
-    batch_size: int = 8
+    #: Texts per model run (FRONTDESK_EMBED_BATCH). Activations grow with the batch (and the
+    #: square of its longest text): on ~230-token chunks a run of 32 peaked at ~570 MB RSS, 16 at
+    #: ~375 MB, 8 at ~265 MB, for the same chunks/s within noise on 2 cores (three interleaved
+    #: rounds, 22 / 20 / 21 chunks/s medians for 8 / 16 / 32); at 32 a crawl OOM-killed the server
+    #: in a 1 GiB box. 32 stays the default because the int8 model quantizes its activations per
+    #: run: a chunk's vector depends a little on the texts batched with it, and the golden sets'
+    #: floors were measured at 32 (at 8, two of them moved past their floors: README, "Speed").
+    batch_size: int = 32
     #: Cosine similarity of a question and a passage → answer confidence 0..1, linearly from
     #: `similarity_floor` (0) to floor + span (1). Each model's scale differs; calibrated on the
     #: golden sets (tests/eval/, docs/eval.md).
@@ -328,7 +331,7 @@ register_embedder("minilm-l6-v2-int8", _minilm_int8)
 register_embedder("minilm-l6-v2", _minilm)
 register_embedder("use-multilingual-v3", _multilingual_use)
 
-_shared: dict[tuple[str, str, int], Embedder] = {}
+_shared: dict[tuple[str, str, int, int], Embedder] = {}
 _shared_lock = threading.Lock()
 
 
@@ -344,13 +347,16 @@ def make_embedder(
 
 
 def shared_embedder(
-    model: str, *, cache_dir: Path | None = None, threads: int | None = None
+    model: str, *, cache_dir: Path | None = None, threads: int | None = None, batch: int | None = None
 ) -> Embedder:
-    """One embedder object per (model, cache dir, threads) in the process: weights load once."""
-    key = (model, str(cache_dir), threads or 0)
+    """One embedder object per (model, cache dir, threads, batch) in the process: weights load once."""
+    key = (model, str(cache_dir), threads or 0, batch or 0)
     with _shared_lock:
         if key not in _shared:
-            _shared[key] = make_embedder(model, cache_dir=cache_dir, threads=threads)
+            embedder = make_embedder(model, cache_dir=cache_dir, threads=threads)
+            if batch:
+                embedder.batch_size = batch
+            _shared[key] = embedder
         return _shared[key]
 
 

@@ -146,3 +146,18 @@ def test_the_fake_embedder_is_deterministic_unit_length_and_follows_shared_words
     assert all(np.array_equal(fake.embed_query(text), vector) for text, vector in zip(texts, vectors, strict=True))
     assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2] + 0.5
     assert fake.count_tokens(texts) == [3, 4, 4, 0]
+
+
+def test_the_embedding_batch_is_a_setting(tmp_path):
+    """FRONTDESK_EMBED_BATCH reaches the model (8 on a 1 GiB machine); 0 keeps the model's 32."""
+    from app.context import Context
+    from app.settings import Settings
+
+    small = Context(Settings.from_env({"FRONTDESK_EMBED_BATCH": "8"}, data_dir=str(tmp_path)))
+    default = Context(Settings(data_dir=str(tmp_path)))
+    assert small.embedder().batch_size == 8
+    assert default.embedder().batch_size == 32
+    vectors = small.embedder().embed([f"passage number {n} about packaging" for n in range(20)])
+    assert vectors.shape == (20, 384)
+    small.close()
+    default.close()
