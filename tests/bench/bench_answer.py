@@ -68,26 +68,32 @@ def _top_up(tenant, embedder, target: int) -> int:
     return have
 
 
-async def _one(client: httpx.AsyncClient, base: str, key: str, question: str) -> dict:
+async def _one(client: httpx.AsyncClient, base: str, key: str, question: str,
+               origin: str = PYPUG_ORIGIN) -> dict:
+    """One question over the widget API, timed from outside (an error event or a dropped
+    connection counts as an error)."""
     started = time.perf_counter()
     first = None
     server = {}
-    async with client.stream("POST", f"{base}/v1/chat", json={"key": key, "question": question},
-                             headers={"Origin": PYPUG_ORIGIN}) as response:
-        if response.status_code != 200:
-            await response.aread()
-            return {"status": response.status_code}
-        name = None
-        async for line in response.aiter_lines():
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                if name == "token" and first is None:
-                    first = time.perf_counter()
-                elif name == "done":
-                    server = json.loads(line[5:])
-                elif name == "error":
-                    return {"status": 200, "error": True}
+    try:
+        async with client.stream("POST", f"{base}/v1/chat", json={"key": key, "question": question},
+                                 headers={"Origin": origin}) as response:
+            if response.status_code != 200:
+                await response.aread()
+                return {"status": response.status_code}
+            name = None
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    if name == "token" and first is None:
+                        first = time.perf_counter()
+                    elif name == "done":
+                        server = json.loads(line[5:])
+                    elif name == "error":
+                        return {"status": 200, "error": True}
+    except httpx.HTTPError as exc:
+        return {"status": 0, "error": type(exc).__name__}
     end = time.perf_counter()
     return {"status": 200, "client_ttft_ms": ((first or end) - started) * 1000, "client_total_ms": (end - started) * 1000,
             "server_ttft_ms": server.get("ttft_ms"), "server_total_ms": server.get("latency_ms")}

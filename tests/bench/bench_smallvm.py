@@ -26,6 +26,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.bench.bench_answer import _one
 from tests.bench.common import percentiles, print_table
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN
 from tests.sitesrv import serve_site
@@ -169,29 +170,6 @@ def _questions() -> list[str]:
     return [item.q for item in items if item.expect_url]
 
 
-async def _ask(client: httpx.AsyncClient, base: str, key: str, origin: str, question: str) -> dict:
-    started = time.perf_counter()
-    first = None
-    try:
-        async with client.stream("POST", f"{base}/v1/chat", json={"key": key, "question": question},
-                                 headers={"Origin": origin}) as response:
-            if response.status_code != 200:
-                await response.aread()
-                return {"status": response.status_code}
-            name = None
-            async for line in response.aiter_lines():
-                if line.startswith("event:"):
-                    name = line[6:].strip()
-                elif line.startswith("data:") and name == "token" and first is None:
-                    first = time.perf_counter()
-                elif line.startswith("data:") and name == "error":
-                    return {"status": 200, "error": True}
-    except httpx.HTTPError as exc:
-        return {"status": 0, "error": type(exc).__name__}
-    end = time.perf_counter()
-    return {"status": 200, "ttft_ms": ((first or end) - started) * 1000}
-
-
 def _visitor(base: str, key: str, origin: str, questions: list[str], stop: threading.Event) -> list[dict]:
     """One question a second until `stop`, each over the widget API (the answer cache sees new text)."""
     results: list[dict] = []
@@ -201,7 +179,7 @@ def _visitor(base: str, key: str, origin: str, questions: list[str], stop: threa
             n = 0
             while not stop.is_set():
                 tick = time.perf_counter()
-                results.append(await _ask(client, base, key, origin, f"{questions[n % len(questions)]} (#{n})"))
+                results.append(await _one(client, base, key, f"{questions[n % len(questions)]} (#{n})", origin))
                 n += 1
                 await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - tick)))
 
@@ -282,7 +260,7 @@ def run(quick: bool = False) -> dict | None:
                     log.unlink(missing_ok=True)
         summary = outcome.get("summary") or outcome
         ok = [a for a in answers if a.get("status") == 200 and not a.get("error")]
-        ttft = percentiles([a["ttft_ms"] for a in ok]) if ok else {"p50": None, "p95": None}
+        ttft = percentiles([a["client_ttft_ms"] for a in ok]) if ok else {"p50": None, "p95": None}
         rows.append({
             "limit": f"{CPUS:g} CPU, {MEMORY_BYTES // 1024**2} MiB ({group.kind}), batch {EMBED_BATCH}",
             "ready_s": round(ready_s, 1), "crawl_status": outcome.get("status", "server died"),
