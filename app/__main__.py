@@ -17,7 +17,8 @@ from app.context import Context
 from app.progress import Progress
 from app.settings import Settings
 from app.workers import limit_malloc_arenas
-from store.errors import FrontdeskError, InvalidInput
+from store.errors import FrontdeskError, InvalidConfig, InvalidInput
+from store.tenants import validate_tenant_id
 
 if TYPE_CHECKING:
     from store.search import Mode
@@ -56,8 +57,22 @@ def tenant_create(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("tenant list")
 def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
+    """The tenants of the configured backend: the SQLite files, or PostgreSQL's schemas."""
     rows = []
-    for tenant_id in ctx.registry.ids():
+    url = _database_url(ctx)
+    if url:
+        from store.pg.backend import postgres_tenants
+
+        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
+            for tenant_id in tenants.ids():
+                try:
+                    meta = tenants.meta(tenant_id)
+                    rows.append({"id": tenant_id, "site": tenants.config(tenant_id).site,
+                                 "embedder_id": meta.get("embedder_id", ""),
+                                 "schema_version": int(meta.get("schema_version", 0) or 0)})
+                except FrontdeskError as exc:
+                    rows.append({"id": tenant_id, "error": exc.code, "message": exc.message})
+    for tenant_id in [] if url else ctx.registry.ids():
         try:
             info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
         except FrontdeskError as exc:
@@ -71,8 +86,18 @@ def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("tenant delete")
 def tenant_delete(ctx: Context, args: argparse.Namespace) -> None:
-    ctx.registry.delete(args.id)
-    emit(args, {"deleted": args.id}, f"deleted tenant {args.id}")
+    """Delete a tenant from the configured backend: its SQLite file, or its PostgreSQL schema,
+    role and crawl lease."""
+    url = _database_url(ctx)
+    if url:
+        from store.pg.backend import postgres_tenants
+
+        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
+            tenants.delete(validate_tenant_id(args.id))
+    else:
+        ctx.registry.delete(args.id)
+    emit(args, {"deleted": args.id, "backend": "postgres" if url else "sqlite"},
+         f"deleted tenant {args.id}{' from PostgreSQL' if url else ''}")
 
 
 @command("index")
@@ -449,7 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--allow-private-network", action="store_true",
                         help="let the crawler fetch loopback/private addresses (local sites)")
     tenant_sub.add_parser("list", parents=[common], help="list tenants")
-    delete = tenant_sub.add_parser("delete", parents=[common], help="delete a tenant and its file")
+    delete = tenant_sub.add_parser("delete", parents=[common],
+                                   help="delete a tenant and its file (or its PostgreSQL schema)")
     delete.add_argument("id")
     export = tenant_sub.add_parser("export", parents=[common],
                                    help="write a tenant as a standalone SQLite tenant file (from PostgreSQL "
@@ -539,6 +565,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that work on the PostgreSQL backend (FRONTDESK_DATABASE_URL) in this build.
+POSTGRES_COMMANDS = frozenset({"tenant list", "tenant delete", "tenant export", "tenant import"})
+
+
 def main(argv: list[str] | None = None) -> int:
     # First, before any thread starts (and before `serve` forks its workers, which inherit it).
     limit_malloc_arenas()
@@ -548,6 +578,12 @@ def main(argv: list[str] | None = None) -> int:
     name = args.command + (f" {args.action}" if getattr(args, "action", None) else "")
     try:
         settings = Settings.from_env(data_dir=args.data_dir)
+        if settings.database_url.strip() and name not in POSTGRES_COMMANDS:
+            # Never run on the SQLite files while the operator believes the data is in PostgreSQL.
+            raise InvalidConfig(
+                f"FRONTDESK_DATABASE_URL is set, but `{name}` does not run on PostgreSQL in this build: only "
+                f"{', '.join(f'`{c}`' for c in sorted(POSTGRES_COMMANDS))} do (README, \"PostgreSQL backend\"). "
+                "Unset it to use the SQLite files under FRONTDESK_DATA_DIR.")
         ctx = Context(settings)
         try:
             COMMANDS[name](ctx, args)

@@ -34,8 +34,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embed_threads: int = 0
     """onnxruntime threads for embedding; 0 means one per core."""
     embed_batch: int = 0
-    """Texts per embedding run; 0 = the model's default (32). Set 8 on a machine with about 1 GiB: the
-    same speed, ~300 MB less peak memory per run (README, "The small VM")."""
+    """Texts per embedding run; 0 = the model's default (1 for MiniLM: batch-independent vectors, the
+    fastest and smallest on CPU; README, "Speed"). Larger batches use more memory per run."""
     public_url: str = ""
     """URL visitors reach this server at (used in the widget snippet); default http://HOST:PORT."""
     llm_base_url: str = ""

@@ -51,13 +51,7 @@ class Embedder(abc.ABC):
     dim: int
     #: Largest number of the model's own tokens one text may have before truncation.
     max_tokens: int
-    #: Texts per model run (FRONTDESK_EMBED_BATCH). Activations grow with the batch (and the
-    #: square of its longest text): on ~230-token chunks a run of 32 peaked at ~570 MB RSS, 16 at
-    #: ~375 MB, 8 at ~265 MB, for the same chunks/s within noise on 2 cores (three interleaved
-    #: rounds, 22 / 20 / 21 chunks/s medians for 8 / 16 / 32); at 32 a crawl OOM-killed the server
-    #: in a 1 GiB box. 32 stays the default because the int8 model quantizes its activations per
-    #: run: a chunk's vector depends a little on the texts batched with it, and the golden sets'
-    #: floors were measured at 32 (at 8, two of them moved past their floors: README, "Speed").
+    #: Texts per model run (FRONTDESK_EMBED_BATCH); each model sets its own (MiniLM: 1).
     batch_size: int = 32
     #: Cosine similarity of a question and a passage → answer confidence 0..1, linearly from
     #: `similarity_floor` (0) to floor + span (1). Each model's scale differs; calibrated on the
@@ -129,6 +123,13 @@ class OnnxMiniLM(Embedder):
     # sits at 0.285.
     similarity_floor = 0.195
     native_languages = frozenset({"en"})
+    #: One text per run. The int8 model quantizes its activations per run, so in a batch a
+    #: chunk's vector depended a little on its batch-mates (and on padding); alone it is the same
+    #: vector whichever page, crawl or question it comes with. It is also the fastest and the
+    #: smallest on CPU: ~230-token chunks on 2 cores (two interleaved rounds) embedded at
+    #: 27-29 chunks/s alone against 24-25 in fours and 20-21 in batches of 32 (padding is wasted
+    #: work), peaking at 159 MB RSS against 270 and 580 MB (`python -m tests.bench embed`).
+    batch_size = 1
 
     def __init__(
         self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None,

@@ -149,15 +149,27 @@ def test_the_fake_embedder_is_deterministic_unit_length_and_follows_shared_words
 
 
 def test_the_embedding_batch_is_a_setting(tmp_path):
-    """FRONTDESK_EMBED_BATCH reaches the model (8 on a 1 GiB machine); 0 keeps the model's 32."""
+    """FRONTDESK_EMBED_BATCH reaches the model; 0 keeps the model's own (MiniLM: one text per run)."""
     from app.context import Context
     from app.settings import Settings
 
     small = Context(Settings.from_env({"FRONTDESK_EMBED_BATCH": "8"}, data_dir=str(tmp_path)))
     default = Context(Settings(data_dir=str(tmp_path)))
     assert small.embedder().batch_size == 8
-    assert default.embedder().batch_size == 32
+    assert default.embedder().batch_size == 1
     vectors = small.embedder().embed([f"passage number {n} about packaging" for n in range(20)])
     assert vectors.shape == (20, 384)
     small.close()
     default.close()
+
+
+def test_an_int8_vector_does_not_depend_on_the_texts_embedded_with_it(minilm_int8):
+    """The int8 model quantizes activations per run; one text per run (MiniLM's default) keeps a
+    chunk's vector the same whichever page, crawl or question it is embedded with."""
+    texts = ["Wheels are a built distribution format.", "a much longer text about sdists and wheels " * 20,
+             "Virtual environments isolate dependencies."]
+    together = minilm_int8.embed(texts)
+    assert all(np.array_equal(minilm_int8.embed([text])[0], together[i]) for i, text in enumerate(texts))
+    batched = OnnxMiniLM(int8=True, cache_dir=minilm_int8.cache_dir)
+    batched.batch_size = 32  # what the old default did: the same text comes out (slightly) different
+    assert not np.array_equal(batched.embed(texts)[0], together[0])

@@ -501,9 +501,18 @@ def test_cli_export_and_import_on_both_backends(tmp_path, pg_url, corpus, monkey
     assert cli([*data, "--json", "tenant", "export", "clitenant", str(tmp_path / "y.db")]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["backend"] == "postgres" and out["chunks"] == verify(tmp_path / "x.db").chunks
+
+    assert cli([*data, "--json", "tenant", "list"]) == 0
+    listed = {t["id"]: t for t in json.loads(capsys.readouterr().out)["tenants"]}
+    assert listed["clitenant"]["embedder_id"] == corpus.embedder.id and listed["clitenant"]["schema_version"] >= 2
+    assert cli([*data, "tenant", "delete", "clitenant"]) == 0
+    assert "deleted tenant clitenant from PostgreSQL" in capsys.readouterr().out
     pool = open_pool(pg_url)
-    PgTenants(pool).delete("clitenant")
+    assert not PgTenants(pool).exists("clitenant")
     pool.close()
+    assert (tmp_path / "data" / "tenants" / "clitenant.db").exists()  # the SQLite side is not touched
+    assert cli([*data, "tenant", "delete", "clitenant"]) != 0  # gone: a clear error, no traceback
+    assert "tenant clitenant does not exist" in capsys.readouterr().err
 
 
 def test_a_chunk_is_stemmed_in_its_own_language(tmp_path, pg, corpus):
@@ -536,6 +545,20 @@ def test_a_database_that_is_not_there_is_one_clear_error():
     assert "secret" not in caught.value.message
     with pytest.raises(StoreError, match="not a PostgreSQL URL"):
         open_pool("not a url", timeout=1)
+
+
+@pytest.mark.parametrize("command", [["serve"], ["crawl", "acme"], ["ask", "acme", "hours?"],
+                                     ["tenant", "create", "acme", "--site", "https://acme.test/"]])
+def test_a_command_that_runs_on_sqlite_only_refuses_while_a_database_is_configured(tmp_path, monkeypatch, capsys,
+                                                                                   command):
+    """With FRONTDESK_DATABASE_URL set, a command that would quietly read or write the SQLite files
+    refuses to start and says which commands run on PostgreSQL; nothing is created."""
+    monkeypatch.setenv("FRONTDESK_DATABASE_URL", "postgresql://someone:secret@127.0.0.1:9/frontdesk")
+    assert cli(["--data-dir", str(tmp_path / "data"), *command]) != 0
+    err = capsys.readouterr().err
+    assert "does not run on PostgreSQL in this build" in err and "`tenant export`" in err
+    assert "Traceback" not in err and "secret" not in err
+    assert not (tmp_path / "data" / "tenants").exists()
 
 
 def test_term_coverage_agrees_with_sqlite(tmp_path, pg, corpus):

@@ -289,7 +289,7 @@ class BeirReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The ranked document ids per query (a TREC run, for checking with other tools)."""
 
 
-def _docs_by_chunk(tenant: Tenant) -> dict[int, list[str]]:
+def documents_by_chunk(tenant: Tenant) -> dict[int, list[str]]:
     """chunk id → the documents containing it (identical text in two documents is one chunk)."""
     out: dict[int, list[str]] = {}
     for chunk_id, url in chunk_pages(tenant.reader()):
@@ -337,7 +337,7 @@ def run_beir(tenant: Tenant, data: BeirData, embedder: Embedder | None, *, mode:
         if embedder is None:
             raise InvalidInput(f"{mode} mode needs the embedder")
         vectors = embed_queries(data, embedder)
-    docs_by_chunk = _docs_by_chunk(tenant)
+    docs_by_chunk = documents_by_chunk(tenant)
     chunks_per_doc = max(1.0, len(docs_by_chunk) / max(1, len(data.corpus)))
     conn = tenant.reader()
     scores: dict[str, tuple[float, float, float, float]] = {}

@@ -207,6 +207,67 @@ def bench_search_backends(quick: bool) -> list[dict]:
     return rows
 
 
+def bench_scifact_backends(quick: bool) -> list[dict]:
+    """SciFact retrieval quality on both backends: the slice the CI floors use (100 queries, 1,000
+    distractors; the whole corpus without --quick) indexed as an SQLite file, imported into
+    PostgreSQL as it is (same chunks, same vectors), and ranked by each backend's own search —
+    vec0/FTS5 (Porter) against pgvector HNSW/`tsvector` (the chunk language's stemmer)."""
+    import contextlib
+    import math
+    import os
+
+    from app import eval as ev
+    from app.eval.beir import documents_by_chunk
+    from app.eval.metrics import mrr_at_k, ndcg_at_k, recall_at_k, unique
+    from store.pg import search as pg_search
+    from store.pg.tenants import connected
+    from store.pg.transfer import import_postgres
+    from tests.conftest import FIXTURES
+    from tests.pg import postgres_server
+
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    data = ev.load_beir(FIXTURES / "beir" / "scifact")
+    if quick:
+        data = ev.beir_subset(data, queries=100, distractors=1000)
+    rows = []
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        tenant, info = ev.index_beir(Path(tmp), data, embedder)
+        vectors = ev.embed_queries(data, embedder)
+        docs_by_chunk = documents_by_chunk(tenant)
+        chunks_per_doc = max(1.0, len(docs_by_chunk) / max(1, len(data.corpus)))
+        if not url:
+            url = stack.enter_context(postgres_server())
+        tenants = stack.enter_context(connected(url))
+        if tenants.exists(tenant.id):
+            tenants.delete(tenant.id)
+        import_postgres(tenants, tenant.id, tenant.path)
+        depth = 100
+        # PostgreSQL's search returns at most 1,000 hits: as deep as SQLite's evaluation ranking.
+        k = min(1000, max(depth, math.ceil(depth * chunks_per_doc * 1.5)))
+        for mode in ("hybrid", "bm25", "dense"):
+            sqlite_report = ev.run_beir(tenant, data, embedder, mode=mode, vectors=vectors, index=info,
+                                        measure_latency=False)
+            scores = []
+            with tenants.read(tenant.id) as pg:
+                for query_id, text in data.queries.items():
+                    vector = vectors.vectors[query_id] if mode != "bm25" else None
+                    hits = pg_search.search(pg, text, vector, k=k, mode=mode).hits
+                    ranking = unique(d for h in hits for d in docs_by_chunk.get(h.chunk_id, ()))[:depth]
+                    judged = data.qrels[query_id]
+                    scores.append((ndcg_at_k(ranking, judged, 10), recall_at_k(ranking, judged, 100),
+                                   mrr_at_k(ranking, judged, 10)))
+            pg_metrics = [round(sum(s[i] for s in scores) / max(1, len(scores)), 4) for i in range(3)]
+            for backend, (ndcg, recall, mrr) in (
+                    ("sqlite", (sqlite_report.ndcg_at_10, sqlite_report.recall_at_100, sqlite_report.mrr_at_10)),
+                    ("postgres", pg_metrics)):
+                rows.append({"dataset": data.name, "queries": len(data.queries), "docs": len(data.corpus),
+                             "mode": mode, "backend": backend, "ndcg@10": ndcg, "recall@100": recall,
+                             "mrr@10": mrr})
+        tenants.delete(tenant.id)
+    return rows
+
+
 RSS_SCRIPT = """
 import sys, json
 sys.path.insert(0, {root!r})
@@ -242,7 +303,12 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
                     "only; load_s = building the SQLite file / importing it into PostgreSQL",
                     rows, ["chunks", "mode", "backend", "p50_ms", "p95_ms", "store_only_p50_ms",
                            "store_only_p95_ms", "load_s"])
-        return {"_name": "store-postgres", "search_backends": rows, "rss_this_process_mb": rss_mb()}
+        quality = bench_scifact_backends(quick)
+        print_table("SciFact retrieval on both backends (the same chunks and vectors; nDCG@10, recall@100, "
+                    "MRR@10 of document rankings)", quality,
+                    ["dataset", "queries", "docs", "mode", "backend", "ndcg@10", "recall@100", "mrr@10"])
+        return {"_name": "store-postgres", "search_backends": rows, "scifact_backends": quality,
+                "rss_this_process_mb": rss_mb()}
     embedding = bench_embedding(quick)
     print_table("Embedding throughput (real pypug passages, ~230 tokens) and query embedding",
                 embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
