@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 
 import apsw
 import msgspec
@@ -78,6 +79,10 @@ def save_turn(conn: apsw.Connection, turn: Turn) -> None:
         )
 
 
+#: A message's stored rating as the console and the admin API show it (None: not rated).
+FEEDBACK_LABELS = {1: "up", -1: "down"}
+
+
 def set_feedback(conn: apsw.Connection, message_id: str, rating: int, conversation_id: str | None = None) -> None:
     conn.execute(
         "UPDATE messages SET feedback = ?, feedback_at = ? WHERE id = ? AND (? IS NULL OR conversation_id = ?)",
@@ -110,6 +115,13 @@ def gaps(conn: apsw.Connection, *, limit: int = 100, group_threshold: float = 0.
     rows: list[Row] = conn.execute(
         "SELECT question, count, last_at, first_at, lang, best_score, embedding FROM gaps ORDER BY last_at DESC LIMIT 2000"
     ).fetchall()
+    return group_gaps(rows, limit=limit, group_threshold=group_threshold)
+
+
+def group_gaps(rows: Iterable[Row], *, limit: int, group_threshold: float) -> list[Gap]:
+    """`gaps` from its rows (question, count, last_at, first_at, lang, best_score, embedding),
+    newest first: each joins the first group whose first vector is similar enough. Shared with
+    store/pg/conversations.py so both backends group alike."""
     groups: list[tuple[Gap, np.ndarray | None]] = []
     for question, count, last_at, first_at, lang, best, blob in rows:
         vector = np.frombuffer(blob, dtype=np.float32) if blob else None
@@ -144,7 +156,7 @@ def conversations(conn: apsw.Connection, *, limit: int = 50, offset: int = 0) ->
                 "SELECT url, title FROM citations WHERE message_id = ? ORDER BY rank", (mid,))]
             messages.append({"id": mid, "question": question, "answer": answer, "confidence": confidence,
                              "source": source, "answered": bool(answered),
-                             "feedback": {1: "up", -1: "down"}.get(feedback), "created_at": created,
+                             "feedback": FEEDBACK_LABELS.get(feedback), "created_at": created,
                              "citations": cites})
         result.append({"id": conversation_id, "created_at": created_at, "last_at": last_at,
                        "page_url": page_url, "lang": lang, "messages": messages})
@@ -250,7 +262,7 @@ _MESSAGE_COLUMNS = "conversation_id, id, question, answer, confidence, source, a
 
 def _message_view(row) -> MessageView:
     return MessageView(id=row[1], question=row[2], answer=row[3], confidence=row[4], source=row[5],
-                       answered=bool(row[6]), feedback={1: "up", -1: "down"}.get(row[7]), created_at=row[8],
+                       answered=bool(row[6]), feedback=FEEDBACK_LABELS.get(row[7]), created_at=row[8],
                        ttft_ms=row[9])
 
 

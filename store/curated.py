@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import apsw
 import msgspec
 import numpy as np
 
 from store.errors import InvalidInput, NotFound
+
+T = TypeVar("T")
 
 
 class Curated(msgspec.Struct, kw_only=True):
@@ -37,7 +40,8 @@ def _row(row) -> Curated:
 _COLUMNS = "id, question, answer, urls, lang, created_at, updated_at"
 
 
-def _check(question: str, answer: str) -> None:
+def check_texts(question: str, answer: str) -> None:
+    """The rules a curated answer's texts keep on either backend (store/pg/curated.py too)."""
     if not question.strip() or not answer.strip():
         raise InvalidInput("a curated answer needs a question and an answer", field="question" if not question.strip() else "answer")
     if len(question) > 2000 or len(answer) > 10000:
@@ -46,7 +50,7 @@ def _check(question: str, answer: str) -> None:
 
 def add(conn: apsw.Connection, *, question: str, normalized: str, answer: str, urls: list[str], lang: str,
         vector: np.ndarray | None) -> int:
-    _check(question, answer)
+    check_texts(question, answer)
     now = time.time()
     conn.execute(
         "INSERT INTO curated(question, normalized, answer, urls, lang, embedding, created_at, updated_at) "
@@ -59,7 +63,7 @@ def add(conn: apsw.Connection, *, question: str, normalized: str, answer: str, u
 
 def update(conn: apsw.Connection, curated_id: int, *, question: str, normalized: str, answer: str,
            urls: list[str], lang: str, vector: np.ndarray | None) -> None:
-    _check(question, answer)
+    check_texts(question, answer)
     conn.execute(
         "UPDATE curated SET question = ?, normalized = ?, answer = ?, urls = ?, lang = ?, embedding = ?, "
         "updated_at = ? WHERE id = ?",
@@ -94,16 +98,26 @@ def match(conn: apsw.Connection, normalized: str, vector: np.ndarray | None, thr
         return CuratedMatch(_row(row), 1.0, True)
     if vector is None:
         return None
-    best, best_sim = None, threshold
+    rows = conn.execute(f"SELECT {_COLUMNS}, embedding FROM curated WHERE embedding IS NOT NULL")
+    found = most_similar(((r, r[7]) for r in rows), vector, threshold)
+    return CuratedMatch(_row(found[0]), found[1], False) if found is not None else None
+
+
+def most_similar(candidates: Iterable[tuple[T, bytes]], vector: np.ndarray,
+                 threshold: float) -> tuple[T, float] | None:
+    """The candidate whose stored float32 vector is most similar to `vector` (the dot product:
+    both are unit length), if at least `threshold`; of equals, the last. Shared with
+    store/pg/curated.py so both backends pick the same answer."""
+    best: tuple[T, float] | None = None
     query = np.asarray(vector, dtype=np.float32)
-    for row in conn.execute(f"SELECT {_COLUMNS}, embedding FROM curated WHERE embedding IS NOT NULL"):
-        stored = np.frombuffer(row[7], dtype=np.float32)
-        if stored.shape != query.shape:
+    for candidate, blob in candidates:
+        stored = np.frombuffer(blob, dtype=np.float32)
+        if stored.shape != query.shape:  # a vector of another model
             continue
         similarity = float(stored @ query)
-        if similarity >= best_sim:
-            best, best_sim = row, similarity
-    return CuratedMatch(_row(best), best_sim, False) if best is not None else None
+        if similarity >= (threshold if best is None else best[1]):
+            best = (candidate, similarity)
+    return best
 
 
 def curated_vectors(conn: apsw.Connection) -> Iterator[tuple[Curated, np.ndarray]]:
