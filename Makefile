@@ -1,7 +1,7 @@
 # frontdesk — the README's commands. `make run` and `make test` set everything up themselves.
 VENV ?= .venv
 PY := $(VENV)/bin/python
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= --durations=25
 
 .PHONY: setup system assets run test lint bench clean
 
