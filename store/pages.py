@@ -21,15 +21,6 @@ from store.manifests import manifest_flags
 from store.search import cosine_similarities
 
 
-class VectorMissing(Exception):
-    """A chunk is new to the file but came without a vector, in a backend that cannot hold a chunk
-    pending (this SQLite store writes such a chunk pending instead and never raises it)."""
-
-    def __init__(self, hashes: set[str]) -> None:
-        super().__init__(f"{len(hashes)} new chunk(s) without vectors")
-        self.hashes = hashes
-
-
 class ChunkRow(msgspec.Struct):
     hash: str
     kind: str
