@@ -23,7 +23,6 @@ from store.contacts import learn_site_contacts, site_contacts
 from store.pages import (
     ChunkRow,
     PageWrite,
-    VectorMissing,
     WriteStats,
     mark_fetched,
     missing_hashes,
@@ -160,13 +159,7 @@ class PageIndexer:
             actions=[msgspec.to_builtins(a) for a in doc.actions],
             flags=[msgspec.to_builtins(f) for f in doc.flags],
         )
-        try:
-            stats = self._write(page)
-        except VectorMissing as exc:  # a backend that holds no pending chunks: embed them now
-            vectors.update(self._embed(doc, chunks, exc.hashes))
-            for row in page.chunks:
-                row.vector = vectors.get(row.hash)
-            stats = self._write(page)
+        stats = self._write(page)
         if not self.defer_vectors and (stats.chunks_pending or pending_count(self.tenant.reader())):
             # A chunk seen as stored was deleted by another page's write meanwhile (written
             # pending), or one this page shares waits for a crawl's stage: embed them now.

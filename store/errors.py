@@ -60,8 +60,7 @@ Where each is translated:
   a crawl job that fails records the error's message (``ingest/scheduler.py``).
 
 Not in the tree, on purpose: signals that never leave the code that raises them (the crawler's
-private retry signals, ``store.pages.VectorMissing`` which ``ingest/indexer.py`` catches and
-retries). An edge never sees them, so they carry no code or status.
+private retry signals). An edge never sees them, so they carry no code or status.
 """
 
 from __future__ import annotations

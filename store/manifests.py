@@ -42,6 +42,13 @@ def _delete_actions(conn: apsw.Connection, url: str) -> int:
     return conn.changes()
 
 
+def action_row(action: dict, manifest_url: str) -> tuple[str, str, str, str, str]:
+    """(name, label, selector, url, data) of a manifest's action as `actions` stores it: the data
+    is the action's JSON naming the manifest it came from."""
+    return (action.get("name", ""), action.get("label", ""), action.get("selector", ""), action.get("url", ""),
+            json.dumps({**action, "manifest": manifest_url}, ensure_ascii=False))
+
+
 def write_manifest(conn: apsw.Connection, url: str, actions: list[dict], *, etag: str | None,
                    last_modified: str | None, content_hash: str, status: str = "active",
                    flags: list[dict] | None = None) -> None:
@@ -54,8 +61,7 @@ def write_manifest(conn: apsw.Connection, url: str, actions: list[dict], *, etag
         conn.execute(
             "INSERT INTO actions(page_id, name, label, selector, url, source, data) "
             "VALUES (NULL, ?, ?, ?, ?, 'manifest', ?)",
-            (action.get("name", ""), action.get("label", ""), action.get("selector", ""), action.get("url", ""),
-             json.dumps({**action, "manifest": url}, ensure_ascii=False)),
+            action_row(action, url),
         )
     conn.execute(
         "INSERT INTO site_manifest(url, etag, last_modified, content_hash, actions, status, fetched_at, flags) "

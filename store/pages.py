@@ -21,15 +21,6 @@ from store.manifests import manifest_flags
 from store.search import cosine_similarities
 
 
-class VectorMissing(Exception):
-    """A chunk is new to the file but came without a vector, in a backend that cannot hold a chunk
-    pending (this SQLite store writes such a chunk pending instead and never raises it)."""
-
-    def __init__(self, hashes: set[str]) -> None:
-        super().__init__(f"{len(hashes)} new chunk(s) without vectors")
-        self.hashes = hashes
-
-
 class ChunkRow(msgspec.Struct):
     hash: str
     kind: str
@@ -305,6 +296,12 @@ class Stats(msgspec.Struct):
     or one was cancelled or killed: the next crawl or server start embeds them)."""
 
 
+def crawl_view(row: Row) -> dict:
+    """A `crawl_runs` row (id, kind, started_at, finished_at, status, summary) as `Stats.last_crawl`."""
+    return {"id": row[0], "kind": row[1], "started_at": row[2], "finished_at": row[3], "status": row[4],
+            "summary": json.loads(row[5])}
+
+
 def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
     one = lambda sql: one_row(conn.execute(sql))[0]  # noqa: E731
     last = conn.execute(
@@ -321,11 +318,7 @@ def stats(conn: apsw.Connection, file_bytes: int = 0) -> Stats:
         by_kind=dict(all_rows(conn.execute("SELECT kind, count(*) FROM chunks GROUP BY kind"))),
         by_lang=dict(all_rows(conn.execute("SELECT lang, count(*) FROM chunks GROUP BY lang"))),
         file_bytes=file_bytes,
-        last_crawl=(
-            {"id": last[0], "kind": last[1], "started_at": last[2], "finished_at": last[3],
-             "status": last[4], "summary": json.loads(last[5])}
-            if last else None
-        ),
+        last_crawl=crawl_view(last) if last else None,
         sitemap_urls=one("SELECT count(*) FROM sitemap_urls"),
         sitemap_covered=one(
             "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"
@@ -343,24 +336,26 @@ def flagged_pages(conn: apsw.Connection, limit: int = 50) -> dict:
         f"SELECT p.id, p.url, p.title, f.reason, f.location, f.text {live} "
         "ORDER BY (SELECT count(*) FROM page_flags g WHERE g.page_id = p.id) DESC, p.url, f.id"
     ).fetchall()
-    pages: dict[int, dict] = {}
+    reasons = [r[0] for r in conn.execute(f"SELECT f.reason {live}")]
+    return flag_summary(rows, reasons, one_row(conn.execute(f"SELECT count(DISTINCT f.page_id) {live}"))[0], limit)
+
+
+def flag_summary(rows: list[Row], reasons: Iterable[str], pages: int, limit: int) -> dict:
+    """`flagged_pages`'s result from its rows (page id, url, title, reason, location, text; most
+    flagged pages first), every flag's reasons (comma-separated) and the count of flagged pages."""
+    shown: dict[int, dict] = {}
     for page_id, url, title, reason, location, text in rows:
-        page = pages.get(page_id)
+        page = shown.get(page_id)
         if page is None:
-            if len(pages) >= limit:
+            if len(shown) >= limit:
                 continue
-            page = pages[page_id] = {"url": url, "title": title, "flags": []}
+            page = shown[page_id] = {"url": url, "title": title, "flags": []}
         page["flags"].append({"reason": reason, "where": location, "text": text})
     by_reason: dict[str, int] = {}
-    for (reasons,) in conn.execute(f"SELECT f.reason {live}"):
-        for reason in reasons.split(","):
+    for joined in reasons:
+        for reason in joined.split(","):
             by_reason[reason] = by_reason.get(reason, 0) + 1
-    return {
-        "pages": one_row(conn.execute(f"SELECT count(DISTINCT f.page_id) {live}"))[0],
-        "flags": len(rows),
-        "by_reason": by_reason,
-        "flagged_pages": list(pages.values()),
-    }
+    return {"pages": pages, "flags": len(rows), "by_reason": by_reason, "flagged_pages": list(shown.values())}
 
 
 def is_active_page(conn: apsw.Connection, url: str) -> bool:
@@ -377,6 +372,12 @@ class PagePassage(msgspec.Struct):
     """The passage's cosine similarity to the question (when a query vector was given)."""
 
 
+def page_passage_rows(rows: Iterable[Row]) -> list[PagePassage]:
+    """Passages from (chunk id, text, kind, heading path JSON) rows, in their order."""
+    return [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]"), chunk_id=chunk_id)
+            for chunk_id, text, kind, path in rows]
+
+
 def page_passages(conn: apsw.Connection, url: str, limit: int = 40,
                   vector: np.ndarray | None = None) -> list[PagePassage]:
     """An active page's chunks in page order: the whole page an answer may quote from when one of
@@ -386,8 +387,7 @@ def page_passages(conn: apsw.Connection, url: str, limit: int = 40,
         "SELECT c.id, c.text, c.kind, pc.heading_path FROM pages p JOIN page_chunks pc ON pc.page_id = p.id "
         "JOIN chunks c ON c.id = pc.chunk_id WHERE p.url = ? AND p.status = 'active' "
         "ORDER BY pc.position LIMIT ?", (url, limit)).fetchall()
-    passages = [PagePassage(text=text, kind=kind, heading_path=json.loads(path or "[]"), chunk_id=chunk_id)
-                for chunk_id, text, kind, path in rows]
+    passages = page_passage_rows(rows)
     if vector is not None and passages:
         similarity = cosine_similarities(conn, vector, [p.chunk_id for p in passages])
         for passage in passages:
@@ -417,8 +417,7 @@ def record_render_decisions(conn: apsw.Connection, decisions: Iterable[RenderDec
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(url) DO UPDATE SET mode = excluded.mode, "
         "decision = excluded.decision, reason = excluded.reason, render_ms = excluded.render_ms, "
         "requests = excluded.requests, blocked = excluded.blocked, at = excluded.at",
-        [(d.url, d.mode, d.decision, d.reason, d.render_ms, d.requests,
-          json.dumps(d.blocked[:20], ensure_ascii=False), d.at or time.time()) for d in decisions],
+        [decision_row(d) for d in decisions],
     )
 
 
@@ -430,11 +429,24 @@ def render_stats(conn: apsw.Connection, limit: int = 100) -> dict:
     rows: list[Row] = conn.execute(
         f"SELECT r.url, r.decision, r.reason, r.render_ms, r.requests, r.blocked {live} "
         "AND r.decision != 'static' ORDER BY r.at DESC LIMIT ?", (limit,)).fetchall()
+    return render_summary(all_rows(conn.execute(f"SELECT r.decision, count(*) {live} GROUP BY r.decision")),
+                          all_rows(conn.execute(f"SELECT r.reason, count(*) {live} GROUP BY r.reason")), rows)
+
+
+def decision_row(decision: RenderDecision) -> tuple:
+    """A decision as `render_decisions` stores it: the first 20 blocked requests, a time if it had none."""
+    return (decision.url, decision.mode, decision.decision, decision.reason, decision.render_ms, decision.requests,
+            json.dumps(decision.blocked[:20], ensure_ascii=False), decision.at or time.time())
+
+
+def render_summary(by_decision: Iterable[Row], by_reason: Iterable[Row], pages: Iterable[Row]) -> dict:
+    """`render_stats`'s result: (decision, count) and (reason, count) rows, and the pages' rows
+    (url, decision, reason, render_ms, requests, blocked JSON)."""
     return {
-        "by_decision": dict(all_rows(conn.execute(f"SELECT r.decision, count(*) {live} GROUP BY r.decision"))),
-        "by_reason": dict(all_rows(conn.execute(f"SELECT r.reason, count(*) {live} GROUP BY r.reason"))),
+        "by_decision": dict(by_decision),
+        "by_reason": dict(by_reason),
         "pages": [{"url": url, "decision": decision, "reason": reason, "render_ms": ms, "requests": requests,
-                   "blocked": json.loads(blocked)} for url, decision, reason, ms, requests, blocked in rows],
+                   "blocked": json.loads(blocked)} for url, decision, reason, ms, requests, blocked in pages],
     }
 
 
@@ -488,18 +500,29 @@ def junk_summary(conn: apsw.Connection, families: int = 10) -> JunkSummary:
     rows: list[Row] = conn.execute(
         "SELECT family, reason, count(*), sum(fetched), max(detail), min(url) FROM junk_urls "
         "GROUP BY family, reason ORDER BY count(*) DESC, family LIMIT ?", (families,)).fetchall()
+    return junk_summary_of(by_reason, rows)
+
+
+def junk_summary_of(by_reason: dict[str, int], families: Iterable[Row]) -> JunkSummary:
+    """A JunkSummary from the counts by reason and the largest families' rows (family, reason,
+    URLs, URLs fetched, a detail, an example URL)."""
     return JunkSummary(
         total=sum(by_reason.values()),
         by_reason=by_reason,
         families=[JunkFamily(family=f, reason=r, urls=n, fetched=k or 0, detail=d or "", example=e)
-                  for f, r, n, k, d, e in rows],
+                  for f, r, n, k, d, e in families],
     )
 
 
 def junk_reason(conn: apsw.Connection, url: str) -> JunkUrl | None:
     """Why `url` was kept out of the index as junk, or None."""
     row = conn.execute("SELECT url, family, reason, detail, fetched FROM junk_urls WHERE url = ?", (url,)).fetchone()
-    return JunkUrl(url=row[0], family=row[1], reason=row[2], detail=row[3], fetched=bool(row[4])) if row else None
+    return junk_url(row) if row else None
+
+
+def junk_url(row: Row) -> JunkUrl:
+    """A `junk_urls` row (url, family, reason, detail, fetched)."""
+    return JunkUrl(url=row[0], family=row[1], reason=row[2], detail=row[3], fetched=bool(row[4]))
 
 
 def junk_families(conn: apsw.Connection) -> dict[str, str]:

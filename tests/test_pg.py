@@ -26,7 +26,7 @@ from store import search as sqlite_search
 from store.backup import verify
 from store.config import SiteConfig
 from store.errors import BackendUnavailable, ModelMismatch, StoreError, TenantExists
-from store.pages import ChunkRow, PageWrite, VectorMissing, WriteStats, vector_bytes
+from store.pages import ChunkRow, PageWrite, WriteStats, vector_bytes
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
 from store.pg.connect import open_pool, role_name, schema_name
@@ -280,11 +280,6 @@ def test_a_page_is_written_whole_or_not_at_all(pg, corpus):
         broken = msgspec.structs.replace(corpus.pages[1], chunks=[*corpus.pages[1].chunks, bad])
         with pytest.raises(StoreError, match="check constraint"):
             side.write(broken)
-        lacking = msgspec.structs.replace(corpus.pages[1], chunks=[
-            ChunkRow(hash="never-stored", kind="prose", lang="en", text="new text", heading_path=(),
-                     position=0, uid="u", tokens=2, vector=None)])
-        with pytest.raises(VectorMissing):
-            side.write(lacking)
         assert side.chunk_count() == before
         with pg.read(side.id) as conn:
             assert pg_pages.counts(conn)["pages"] == 1

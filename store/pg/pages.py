@@ -1,10 +1,24 @@
-"""Pages and their chunks in a tenant's PostgreSQL schema: the `PageWrite` of store/pages.py
-written in the caller's transaction, tombstones, and which chunk texts are already stored. The
-same rules as the SQLite module: a chunk row per distinct text (by hash), shared by every page
-that has it; chunks no page links to any more are deleted with their vectors.
+"""Pages and their chunks in a tenant's PostgreSQL schema: store/pages.py's functions, with its
+arguments and results (its Structs and dicts), on a connection from PgTenants.read or .write. The
+`PageWrite` written in the caller's transaction, tombstones, page states, the raw-HTML cache, junk
+URLs, render decisions and the tenant's stats. The same rules as the SQLite module: a chunk row per
+distinct text (by hash), shared by every page that has it; chunks no page links to any more are
+deleted with their vectors; a chunk new to the tenant without a vector is written pending.
+
+Where PostgreSQL alone would give another result, this side does what SQLite does:
+- text is ordered, and the least or greatest text picked, in byte order (COLLATE "C"), SQLite's,
+  whatever the database's locale; counts grouped by a text come in that order too, as SQLite's
+  GROUP BY gives them;
+- a negative LIMIT means no limit (store/pg/limits.py);
+- `page_passages` computes each passage's similarity with numpy from the fetched vectors, one
+  matrix-vector product as store/vector_index.py's exact scan does on SQLite, not with pgvector's
+  `<=>`, whose arithmetic agrees only to within rounding.
+`replace_html` cannot zero what it overwrites as SQLite's secure_delete does: PostgreSQL keeps the
+old row version until VACUUM reclaims it (and it stays in WAL and base backups).
 
 Every text written here goes through `without_nul` (store/pg/nul.py): PostgreSQL text cannot hold
-U+0000, which a crawled page may have; the SQLite side keeps it."""
+U+0000, which a crawled page may have; the SQLite side keeps it. The URLs looked up are read the
+same way, so a URL with a NUL finds the page stored without it."""
 
 from __future__ import annotations
 
@@ -13,11 +27,31 @@ import time
 import zlib
 from collections.abc import Iterable
 
-from store.pages import PageWrite, VectorMissing, WriteStats
+import numpy as np
+
+from store.pages import (
+    JunkSummary,
+    JunkUrl,
+    PagePassage,
+    PageState,
+    PageWrite,
+    RenderDecision,
+    Stats,
+    WriteStats,
+    crawl_view,
+    decision_row,
+    flag_summary,
+    junk_summary_of,
+    junk_url,
+    page_passage_rows,
+    render_summary,
+)
 from store.pg.connect import PgConnection
+from store.pg.limits import sqlite_limit
+from store.pg.manifests import manifest_flags
 from store.pg.nul import strip_nul, without_nul
 from store.pg.textsearch import config_for
-from store.pg.vectors import to_pg
+from store.pg.vectors import from_pg, to_pg
 
 _PAGE_FIELDS = ("url", "fetched_url", "title", "description", "lang", "breadcrumbs", "updated", "etag",
                 "last_modified", "sitemap_lastmod", "content_hash", "http_status", "fetched_at")
@@ -69,13 +103,9 @@ def _upsert_page(conn: PgConnection, page: PageWrite, now: float) -> tuple[int, 
 
 def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
     """Write one page with its chunks, facts, forms and actions, in the caller's transaction
-    (PgTenants.write): nothing of it is visible until all of it is."""
+    (PgTenants.write): nothing of it is visible until all of it is. A chunk new to the tenant is
+    stored with its vector, or pending without one (a NULL embedding, listed in chunk_pending)."""
     now = time.time()
-    without_vector = {c.hash for c in page.chunks if c.vector is None}
-    if without_vector:
-        lacking = without_vector & missing_hashes(conn, without_vector)
-        if lacking:
-            raise VectorMissing(lacking)
     page_id, changed = _upsert_page(conn, page, now)
     old_ids = [r[0] for r in conn.execute("SELECT chunk_id FROM page_chunks WHERE page_id = %s", (page_id,))]
     conn.execute("DELETE FROM page_chunks WHERE page_id = %s", (page_id,))
@@ -84,21 +114,23 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
     if hashes:
         known = {h: int(i) for h, i in conn.execute("SELECT hash, id FROM chunks WHERE hash = ANY(%s)", (hashes,))}
     added = 0
+    waiting: list[tuple[int, float]] = []
     new_ids: list[int] = []
     links: dict[int, tuple] = {}
     for chunk in page.chunks:
         chunk_id = known.get(chunk.hash)
         if chunk_id is None:
-            assert chunk.vector is not None  # checked above: a new text comes with its vector
             inserted = conn.execute(
                 "INSERT INTO chunks(hash, kind, lang, text, title, heading, tokens, created_at, embedding, ts_config) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::vector, %s::regconfig) RETURNING id",
                 without_nul((chunk.hash, chunk.kind, chunk.lang, chunk.text, page.title,
-                             " > ".join(chunk.heading_path), chunk.tokens, now, to_pg(chunk.vector),
-                             config_for(chunk.lang))),
+                             " > ".join(chunk.heading_path), chunk.tokens, now,
+                             None if chunk.vector is None else to_pg(chunk.vector), config_for(chunk.lang))),
             ).fetchone()
             assert inserted is not None
             chunk_id = known[chunk.hash] = int(inserted[0])
+            if chunk.vector is None:  # searchable by its text now; store/pg/pending.py gives it its vector
+                waiting.append((chunk_id, now))
             added += 1
         new_ids.append(chunk_id)
         # Positions are unique per page; a repeated one replaces the earlier (SQLite's INSERT OR REPLACE).
@@ -113,6 +145,7 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
             "INSERT INTO page_chunks(page_id, position, chunk_id, uid, heading_path) VALUES (%s, %s, %s, %s, %s)",
             list(links.values()),
         )
+        cursor.executemany("INSERT INTO chunk_pending(chunk_id, queued_at) VALUES (%s, %s)", waiting)
         deleted = _delete_orphans(conn, set(old_ids) - set(new_ids))
         for table in ("facts", "forms", "actions", "page_flags"):
             cursor.execute(f"DELETE FROM {table} WHERE page_id = %s", (page_id,))
@@ -142,7 +175,7 @@ def write_page(conn: PgConnection, page: PageWrite) -> WriteStats:
             without_nul((page_id, page.encoding, zlib.compress(page.html, 6))),
         )
     return WriteStats(page_id=page_id, changed=changed or bool(added or deleted), chunks_added=added,
-                      chunks_deleted=deleted)
+                      chunks_deleted=deleted, chunks_pending=len(waiting))
 
 
 def tombstone_page(conn: PgConnection, url: str, reason: str, http_status: int | None = None) -> int:
@@ -177,3 +210,193 @@ def counts(conn: PgConnection) -> dict[str, int]:
         "(SELECT count(*) FROM page_chunks)").fetchone()
     assert row is not None
     return {"pages": int(row[0]), "chunks": int(row[1]), "chunk_links": int(row[2])}
+
+
+def mark_fetched(conn: PgConnection, url: str, *, etag: str | None, last_modified: str | None,
+                 sitemap_lastmod: str | None) -> None:
+    """A 304 or an unchanged body: refresh the validators and fetch time, nothing else."""
+    conn.execute(
+        "UPDATE pages SET etag = COALESCE(%s, etag), last_modified = COALESCE(%s, last_modified), "
+        "sitemap_lastmod = COALESCE(%s, sitemap_lastmod), fetched_at = %s WHERE url = %s",
+        (*without_nul((etag, last_modified, sitemap_lastmod)), time.time(), strip_nul(url)),
+    )
+
+
+def page_states(conn: PgConnection) -> dict[str, PageState]:
+    rows = conn.execute(
+        "SELECT id, url, status, etag, last_modified, sitemap_lastmod, content_hash FROM pages ORDER BY id"
+    ).fetchall()
+    return {r[1]: PageState(int(r[0]), *r[1:]) for r in rows}
+
+
+def unscrubbed_html(conn: PgConnection, limit: int = 100) -> list[tuple[int, bytes, str | None]]:
+    """Raw-cache rows written before the cache was scrubbed: (page id, html, encoding)."""
+    rows = conn.execute(
+        "SELECT page_id, html, encoding FROM page_html WHERE scrubbed = 0 ORDER BY page_id LIMIT %s",
+        (sqlite_limit(limit),),
+    ).fetchall()
+    return [(int(page_id), zlib.decompress(html), encoding) for page_id, html, encoding in rows]
+
+
+def replace_html(conn: PgConnection, rows: Iterable[tuple[int, bytes, str | None]]) -> None:
+    """Store re-scrubbed raw HTML in place of the old, in the caller's transaction. The old
+    version stays in the table's storage until VACUUM (see the module's docstring)."""
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE page_html SET html = %s, encoding = %s, scrubbed = 1 WHERE page_id = %s",
+            [(zlib.compress(html, 6), None if encoding is None else strip_nul(encoding), page_id)
+             for page_id, html, encoding in rows],
+        )
+
+
+def _count(conn: PgConnection, query: str) -> int:
+    row = conn.execute(query).fetchone()
+    assert row is not None  # an aggregate without GROUP BY returns one row
+    return int(row[0])
+
+
+def _counted(conn: PgConnection, query: str, args: tuple = ()) -> dict[str, int]:
+    """(text, count) rows as a dict, the counts as int (PostgreSQL's count is a bigint)."""
+    return {key: int(n) for key, n in conn.execute(query, args)}
+
+
+def stats(conn: PgConnection, file_bytes: int = 0) -> Stats:
+    last = conn.execute(
+        "SELECT id, kind, started_at, finished_at, status, summary FROM crawl_runs ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return Stats(
+        pages=_count(conn, "SELECT count(*) FROM pages WHERE status = 'active'"),
+        pages_gone=_count(conn, "SELECT count(*) FROM pages WHERE status = 'gone'"),
+        chunks=_count(conn, "SELECT count(*) FROM chunks"),
+        chunk_links=_count(conn, "SELECT count(*) FROM page_chunks"),
+        facts=_count(conn, "SELECT count(*) FROM facts"),
+        forms=_count(conn, "SELECT count(*) FROM forms"),
+        actions=_count(conn, "SELECT count(*) FROM actions"),
+        by_kind=_counted(conn, 'SELECT kind, count(*) FROM chunks GROUP BY kind ORDER BY kind COLLATE "C"'),
+        by_lang=_counted(conn, 'SELECT lang, count(*) FROM chunks GROUP BY lang ORDER BY lang COLLATE "C"'),
+        file_bytes=file_bytes,
+        last_crawl=crawl_view(last) if last else None,
+        sitemap_urls=_count(conn, "SELECT count(*) FROM sitemap_urls"),
+        sitemap_covered=_count(
+            conn, "SELECT count(*) FROM sitemap_urls s JOIN pages p ON p.url = s.url AND p.status = 'active'"),
+        flagged={**flagged_pages(conn), "manifests": manifest_flags(conn)},
+        chunks_pending=_count(conn, "SELECT count(*) FROM chunk_pending"),
+    )
+
+
+_LIVE_FLAGS = "FROM page_flags f JOIN pages p ON p.id = f.page_id AND p.status = 'active'"
+
+
+def flagged_pages(conn: PgConnection, limit: int = 50) -> dict:
+    """For the site owner: active pages with passages kept out of the index as prompt injection,
+    how many by reason, and the pages (most flags first) with each passage and where it was."""
+    rows = conn.execute(
+        f"SELECT p.id, p.url, p.title, f.reason, f.location, f.text {_LIVE_FLAGS} "
+        "ORDER BY (SELECT count(*) FROM page_flags g WHERE g.page_id = p.id) DESC, p.url COLLATE \"C\", f.id"
+    ).fetchall()
+    reasons = [r[0] for r in conn.execute(f"SELECT f.reason {_LIVE_FLAGS} ORDER BY f.id")]
+    pages = _count(conn, f"SELECT count(DISTINCT f.page_id) {_LIVE_FLAGS}")
+    return flag_summary(rows, reasons, pages, limit)
+
+
+def is_active_page(conn: PgConnection, url: str) -> bool:
+    """Whether `url` is an indexed, searchable page of the tenant."""
+    row = conn.execute("SELECT 1 FROM pages WHERE url = %s AND status = 'active'", (strip_nul(url),)).fetchone()
+    return row is not None
+
+
+def page_passages(conn: PgConnection, url: str, limit: int = 40,
+                  vector: np.ndarray | None = None) -> list[PagePassage]:
+    """An active page's chunks in page order: the whole page an answer may quote from when one of
+    its passages was retrieved. With the question's `vector`, each passage carries its similarity
+    to it (a pending chunk, without a vector yet, none)."""
+    rows = conn.execute(
+        "SELECT c.id, c.text, c.kind, pc.heading_path, CASE WHEN %s THEN c.embedding::text END FROM pages p "
+        "JOIN page_chunks pc ON pc.page_id = p.id JOIN chunks c ON c.id = pc.chunk_id "
+        "WHERE p.url = %s AND p.status = 'active' ORDER BY pc.position LIMIT %s",
+        (vector is not None, strip_nul(url), sqlite_limit(limit))).fetchall()
+    passages = page_passage_rows((int(r[0]), *r[1:4]) for r in rows)
+    if vector is not None:
+        # One matrix-vector product over the passages' vectors in page order: the arithmetic of
+        # store/vector_index.py's exact scan, which answers this on SQLite.
+        embedded = [(passage, r[4]) for passage, r in zip(passages, rows, strict=True) if r[4] is not None]
+        if embedded:
+            matrix = np.frombuffer(b"".join(from_pg(text) for _, text in embedded), dtype=np.float32)
+            scores = matrix.reshape(len(embedded), -1) @ np.asarray(vector, dtype=np.float32)
+            for (passage, _), score in zip(embedded, scores, strict=True):
+                passage.similarity = float(score)
+    return passages
+
+
+def record_render_decisions(conn: PgConnection, decisions: Iterable[RenderDecision]) -> None:
+    """Upsert the latest decision per URL, in the caller's transaction."""
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO render_decisions(url, mode, decision, reason, render_ms, requests, blocked, at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET mode = excluded.mode, "
+            "decision = excluded.decision, reason = excluded.reason, render_ms = excluded.render_ms, "
+            "requests = excluded.requests, blocked = excluded.blocked, at = excluded.at",
+            [without_nul(decision_row(d)) for d in decisions],
+        )
+
+
+_LIVE_DECISIONS = ("FROM render_decisions r LEFT JOIN pages p ON p.url = r.url "
+                   "WHERE p.status IS NULL OR p.status = 'active'")
+
+
+def render_stats(conn: PgConnection, limit: int = 100) -> dict:
+    """Which pages needed a browser: counts by decision and reason (pages that are gone left
+    out), and the rendered or failed pages themselves, newest first, up to ``limit``."""
+    rows = conn.execute(
+        f"SELECT r.url, r.decision, r.reason, r.render_ms, r.requests, r.blocked {_LIVE_DECISIONS} "
+        "AND r.decision != 'static' ORDER BY r.at DESC LIMIT %s", (sqlite_limit(limit),)).fetchall()
+    return render_summary(
+        _counted(conn, f'SELECT r.decision, count(*) {_LIVE_DECISIONS} GROUP BY r.decision '
+                       'ORDER BY r.decision COLLATE "C"').items(),
+        _counted(conn, f'SELECT r.reason, count(*) {_LIVE_DECISIONS} GROUP BY r.reason '
+                       'ORDER BY r.reason COLLATE "C"').items(),
+        rows)
+
+
+def record_junk(conn: PgConnection, run_id: int, urls: Iterable[JunkUrl], indexed: Iterable[str],
+                *, replace: bool = False) -> None:
+    """Record a crawl's junk URLs. URLs now indexed lose their record; with `replace` (a crawl
+    that saw the whole site) records of earlier runs go. Call inside a transaction."""
+    now = time.time()
+    if replace:
+        conn.execute("DELETE FROM junk_urls WHERE run_id IS DISTINCT FROM %s", (run_id,))
+    with conn.cursor() as cursor:
+        # One statement per URL, as SQLite's INSERT OR REPLACE: of one URL given twice the last wins.
+        cursor.executemany(
+            "INSERT INTO junk_urls(url, family, reason, detail, fetched, run_id, at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (url) DO UPDATE SET family = excluded.family, "
+            "reason = excluded.reason, detail = excluded.detail, fetched = excluded.fetched, "
+            "run_id = excluded.run_id, at = excluded.at",
+            [without_nul((u.url, u.family, u.reason, u.detail, int(u.fetched), run_id, now)) for u in urls],
+        )
+        cursor.executemany("DELETE FROM junk_urls WHERE url = %s", [(strip_nul(url),) for url in indexed])
+
+
+def junk_summary(conn: PgConnection, families: int = 10) -> JunkSummary:
+    by_reason = _counted(conn, 'SELECT reason, count(*) FROM junk_urls GROUP BY reason ORDER BY reason COLLATE "C"')
+    rows = conn.execute(
+        'SELECT family, reason, count(*), sum(fetched), max(detail COLLATE "C"), min(url COLLATE "C") '
+        'FROM junk_urls GROUP BY family, reason ORDER BY count(*) DESC, family COLLATE "C" LIMIT %s',
+        (sqlite_limit(families),)).fetchall()
+    return junk_summary_of(by_reason, [(f, r, int(n), None if k is None else int(k), d, e)
+                                       for f, r, n, k, d, e in rows])
+
+
+def junk_reason(conn: PgConnection, url: str) -> JunkUrl | None:
+    """Why `url` was kept out of the index as junk, or None."""
+    row = conn.execute("SELECT url, family, reason, detail, fetched FROM junk_urls WHERE url = %s",
+                       (strip_nul(url),)).fetchone()
+    return junk_url(row) if row else None
+
+
+def junk_families(conn: PgConnection) -> dict[str, str]:
+    """Family → reason of every URL family recorded as junk: a delta crawl refuses their URLs
+    without fetching them again (a full crawl judges afresh)."""
+    return dict(conn.execute(
+        'SELECT family, min(reason COLLATE "C") FROM junk_urls GROUP BY family ORDER BY family COLLATE "C"'
+    ).fetchall())
