@@ -35,12 +35,8 @@ from store.conversations import (
 )
 from store.errors import NotFound
 from store.pg.connect import PgConnection
+from store.pg.limit import sqlite_limit
 from store.pg.nul import strip_nul, without_nul
-
-
-def _limit(limit: int) -> int | None:
-    """A LIMIT as SQLite reads it: a negative one is none (NULL to PostgreSQL)."""
-    return None if limit < 0 else limit
 
 
 def save_turn(conn: PgConnection, turn: Turn) -> None:
@@ -111,7 +107,7 @@ def set_feedback(conn: PgConnection, message_id: str, rating: int, conversation_
 def history(conn: PgConnection, conversation_id: str, limit: int = 3) -> list[tuple[str, str]]:
     rows = conn.execute(
         "SELECT question, answer FROM messages WHERE conversation_id = %s ORDER BY created_at DESC LIMIT %s",
-        (strip_nul(conversation_id), _limit(limit)),
+        (strip_nul(conversation_id), sqlite_limit(limit)),
     ).fetchall()
     return [(q, a) for q, a in reversed(rows)]
 
@@ -138,7 +134,7 @@ def _citations_by_message(conn: PgConnection, message_ids: list[str]) -> dict[st
 def conversations(conn: PgConnection, *, limit: int = 50, offset: int = 0) -> list[dict]:
     rows = conn.execute(
         "SELECT id, created_at, last_at, page_url, lang FROM conversations ORDER BY last_at DESC LIMIT %s OFFSET %s",
-        (_limit(limit), max(offset, 0)),
+        (sqlite_limit(limit), max(offset, 0)),
     ).fetchall()
     result: list[dict] = []
     messages_of: dict[str, list[dict]] = {}
@@ -189,7 +185,7 @@ def open_gaps(conn: PgConnection, limit: int = 1000) -> list[GapRow]:
     rows = conn.execute(
         f"SELECT {_GAP_COLUMNS} FROM gaps "
         "WHERE resolved_at IS NULL OR last_at > resolved_at ORDER BY count DESC, last_at DESC LIMIT %s",
-        (_limit(limit),)).fetchall()
+        (sqlite_limit(limit),)).fetchall()
     return [_gap_row(r) for r in rows]
 
 
@@ -243,7 +239,7 @@ def conversation_views(conn: PgConnection, *, unanswered: bool = False, thumbs_d
     assert counted is not None  # an aggregate without GROUP BY returns one row
     found = [ConversationView(id=r[0], created_at=r[1], last_at=r[2], page_url=r[3], lang=r[4]) for r in conn.execute(
         sql.SQL("SELECT id, created_at, last_at, page_url, lang FROM conversations c WHERE {} "
-                "ORDER BY last_at DESC LIMIT %s OFFSET %s").format(where), (_limit(limit), max(offset, 0)))]
+                "ORDER BY last_at DESC LIMIT %s OFFSET %s").format(where), (sqlite_limit(limit), max(offset, 0)))]
     total = int(counted[0])
     by_id = {c.id: c for c in found}
     if not by_id:
