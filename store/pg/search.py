@@ -302,6 +302,6 @@ def is_repeated(conn: PgConnection, block: str, min_chunks: int, max_words: int 
     words = boilerplate_words(block, max_words)
     if not words:
         return False
-    enough = max(min_chunks, 0)  # SQLite's negative LIMIT reads every match: at least as many
+    enough = max(min_chunks, 0)  # LIMIT 0 counts none, which meets a min_chunks of 0 or less, as on SQLite
     row = conn.execute(_REPEATED, {"phrase": " ".join(words), "enough": enough}).fetchone()
     return row is not None and int(row[0]) >= min_chunks
