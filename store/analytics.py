@@ -59,20 +59,26 @@ class PageUse(msgspec.Struct, kw_only=True):
     citations: int
 
 
-def _since(days: int, now: float | None = None) -> float:
+def since(days: int, now: float | None = None) -> float:
+    """The start of a window of `days` ending at `now` (by default the time now)."""
     return (time.time() if now is None else now) - days * 86400
 
 
 def daily(conn: apsw.Connection, days: int = 30, now: float | None = None) -> list[Day]:
     """One row per day with questions (UTC days, oldest first; days without questions included)."""
     now = time.time() if now is None else now
-    found = {
-        row[0]: Day(day=row[0], questions=row[1], answered=row[2] or 0, up=row[3] or 0, down=row[4] or 0)
-        for row in conn.execute(
-            "SELECT date(created_at, 'unixepoch') AS day, count(*), sum(answered), "
-            "sum(feedback = 1), sum(feedback = -1) FROM messages WHERE created_at >= ? GROUP BY day",
-            (_since(days, now),))
-    }
+    rows: list[Row] = conn.execute(
+        "SELECT date(created_at, 'unixepoch') AS day, count(*), sum(answered), "
+        "sum(feedback = 1), sum(feedback = -1) FROM messages WHERE created_at >= ? GROUP BY day",
+        (since(days, now),)).fetchall()
+    return days_of(rows, days, now)
+
+
+def days_of(rows: list[Row], days: int, now: float) -> list[Day]:
+    """`daily` from its (day, questions, answered, up, down) rows, one per day with questions:
+    every day of the window, oldest first. Shared with store/pg/analytics.py."""
+    found = {row[0]: Day(day=row[0], questions=row[1], answered=row[2] or 0, up=row[3] or 0, down=row[4] or 0)
+             for row in rows}
     result = []
     for back in range(days - 1, -1, -1):
         day = time.strftime("%Y-%m-%d", time.gmtime(now - back * 86400))
@@ -80,7 +86,9 @@ def daily(conn: apsw.Connection, days: int = 30, now: float | None = None) -> li
     return result
 
 
-def _percentile(values: list[float], share: float) -> float | None:
+def percentile(values: list[float], share: float) -> float | None:
+    """The `share` percentile of `values`, interpolated between the two nearest ranks (numpy's
+    default), to 0.1; None when there are none."""
     if not values:
         return None
     values = sorted(values)
@@ -91,20 +99,27 @@ def _percentile(values: list[float], share: float) -> float | None:
 
 
 def summary(conn: apsw.Connection, days: int = 30, now: float | None = None) -> Summary:
-    since = _since(days, now)
-    questions, answered, up, down, deflected, curated, chats = one_row(conn.execute(
+    start = since(days, now)
+    counts = one_row(conn.execute(
         "SELECT count(*), coalesce(sum(answered), 0), coalesce(sum(feedback = 1), 0), "
         "coalesce(sum(feedback = -1), 0), coalesce(sum(answered AND coalesce(feedback, 0) != -1), 0), "
         "coalesce(sum(source = 'curated'), 0), count(DISTINCT conversation_id) FROM messages WHERE created_at >= ?",
-        (since,)))
+        (start,)))
     ttfts = [r[0] for r in conn.execute(
-        "SELECT ttft_ms FROM messages WHERE created_at >= ? AND ttft_ms IS NOT NULL", (since,))]
+        "SELECT ttft_ms FROM messages WHERE created_at >= ? AND ttft_ms IS NOT NULL", (start,))]
+    return summary_of(days, counts, ttfts)
+
+
+def summary_of(days: int, counts: Row, ttfts: list[float]) -> Summary:
+    """`summary` from its counts (questions, answered, up, down, deflected, curated,
+    conversations) and first-token times: the rates and percentiles both backends compute alike."""
+    questions, answered, up, down, deflected, curated, chats = counts
     return Summary(
         days=days, questions=questions, conversations=chats, answered=answered,
         answered_rate=round(answered / questions, 4) if questions else None,
         deflection=round(deflected / questions, 4) if questions else None,
         up=up, down=down, thumbs_ratio=round(up / (up + down), 4) if up + down else None,
-        ttft_p50_ms=_percentile(ttfts, 0.5), ttft_p95_ms=_percentile(ttfts, 0.95), curated=curated,
+        ttft_p50_ms=percentile(ttfts, 0.5), ttft_p95_ms=percentile(ttfts, 0.95), curated=curated,
     )
 
 
@@ -114,7 +129,7 @@ def top_questions(conn: apsw.Connection, days: int = 30, limit: int = 10,
     rows: list[Row] = conn.execute(
         "SELECT min(question), count(*), sum(answered), max(created_at) FROM messages WHERE created_at >= ? "
         "GROUP BY lower(trim(question)) ORDER BY count(*) DESC, max(created_at) DESC LIMIT ?",
-        (_since(days, now), limit)).fetchall()
+        (since(days, now), limit)).fetchall()
     return [TopQuestion(question=r[0], count=r[1], answered=r[2] or 0, last_at=r[3]) for r in rows]
 
 
@@ -127,19 +142,22 @@ def missing_pages(conn: apsw.Connection, limit: int = 500) -> list[MissingPage]:
         "(SELECT e.reason || char(31) || e.message FROM crawl_errors e WHERE e.url = s.url ORDER BY e.id DESC LIMIT 1) "
         "FROM sitemap_urls s LEFT JOIN pages p ON p.url = s.url "
         "WHERE p.id IS NULL OR p.status != 'active' ORDER BY s.url LIMIT ?", (limit,)).fetchall()
-    result = []
-    for url, status, gone_reason, http_status, indexed_as, error in rows:
-        if indexed_as:
-            result.append(MissingPage(url=url, reason="indexed_as", detail=indexed_as))
-        elif status == "gone":
-            result.append(MissingPage(url=url, reason=gone_reason or "gone",
-                                      detail=f"HTTP {http_status}" if http_status else ""))
-        elif error:
-            reason, _, message = error.partition("\x1f")
-            result.append(MissingPage(url=url, reason=reason, detail=message))
-        else:
-            result.append(MissingPage(url=url, reason="not_reached"))
-    return result
+    return [missing_page(*row) for row in rows]
+
+
+def missing_page(url: str, status: str | None, gone_reason: str | None, http_status: int | None,
+                 indexed_as: str | None, error: str | None) -> MissingPage:
+    """Why a sitemap URL is not an indexed page, from what the crawler recorded of it: another
+    page it is indexed as, its tombstone, its last crawl error ("reason\x1fmessage"), else not
+    reached. Shared with store/pg/analytics.py."""
+    if indexed_as:
+        return MissingPage(url=url, reason="indexed_as", detail=indexed_as)
+    if status == "gone":
+        return MissingPage(url=url, reason=gone_reason or "gone", detail=f"HTTP {http_status}" if http_status else "")
+    if error:
+        reason, _, message = error.partition("\x1f")
+        return MissingPage(url=url, reason=reason, detail=message)
+    return MissingPage(url=url, reason="not_reached")
 
 
 def last_skipped(conn: apsw.Connection) -> dict[str, int]:
@@ -182,10 +200,15 @@ class CrawlErrorRow(msgspec.Struct, kw_only=True):
     message: str
 
 
+def crawl_run(row: Row) -> CrawlRun:
+    """A `CrawlRun` from its (id, kind, started_at, finished_at, status, summary JSON) row."""
+    return CrawlRun(id=row[0], kind=row[1], started_at=row[2], finished_at=row[3], status=row[4],
+                    summary=msgspec.json.decode(row[5] or "{}"))
+
+
 def crawl_runs(conn: apsw.Connection, limit: int = 10) -> list[CrawlRun]:
     """The most recent crawl runs, newest first."""
-    return [CrawlRun(id=r[0], kind=r[1], started_at=r[2], finished_at=r[3], status=r[4],
-                     summary=msgspec.json.decode(r[5] or "{}")) for r in conn.execute(
+    return [crawl_run(r) for r in conn.execute(
         "SELECT id, kind, started_at, finished_at, status, summary FROM crawl_runs ORDER BY id DESC LIMIT ?",
         (limit,))]
 

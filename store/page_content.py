@@ -67,13 +67,15 @@ def page_content(conn: apsw.Connection, urls: Iterable[str]) -> PageContent | No
 
 
 def page_actions(conn: apsw.Connection, urls: list[str], limit: int = 10) -> list[tuple[str, str, str, str]]:
-    """(name, label, selector, url) of the actions found on these active pages, at most `limit`."""
+    """(name, label, selector, url) of the actions found on these active pages, at most `limit`:
+    pages in the order they were first written, each page's actions as written. (Without the
+    ORDER BY the plan chose it: URL order for one or two URLs, this order for more.)"""
     if not urls:
         return []
     marks = ",".join("?" * len(urls))
     return all_rows(conn.execute(
         f"SELECT a.name, a.label, a.selector, a.url FROM actions a JOIN pages p ON p.id = a.page_id "
-        f"WHERE p.url IN ({marks}) AND p.status = 'active' LIMIT ?", [*urls, limit]
+        f"WHERE p.url IN ({marks}) AND p.status = 'active' ORDER BY p.id, a.id LIMIT ?", [*urls, limit]
     ))
 
 

@@ -216,10 +216,18 @@ def document_counts(conn: apsw.Connection, terms: list[str], cap: int = 1000) ->
 def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """Whether `block` (its first `max_words` words, as a phrase) occurs in at least `min_chunks`
     chunks: site boilerplate such as a translation notice at the top of every page."""
-    words = _TOKEN.findall(block)[:max_words]
-    if len(words) < 4:  # too short to tell boilerplate from a common phrase
+    words = boilerplate_words(block, max_words)
+    if not words:
         return False
     return _matches_at_least(conn, '"' + " ".join(words).replace('"', '""') + '"', min_chunks)
+
+
+def boilerplate_words(block: str, max_words: int = 10) -> list[str]:
+    """The words of `block` that `is_repeated` looks for as a phrase (its first `max_words`), or
+    none when it has fewer than four: too short to tell boilerplate from a common phrase. Shared
+    with store/pg/search.py."""
+    words = _TOKEN.findall(block)[:max_words]
+    return words if len(words) >= 4 else []
 
 
 def _prefix_range(prefix: str) -> tuple[str, str]:

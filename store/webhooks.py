@@ -103,14 +103,20 @@ def add_endpoint(conn: apsw.Connection, *, url: str, events: list[str], secret: 
 def update_endpoint(conn: apsw.Connection, endpoint_id: int, *, url: str | None = None,
                     events: list[str] | None = None, active: bool | None = None,
                     description: str | None = None) -> None:
-    current = endpoint(conn, endpoint_id)
-    conn.execute(
-        "UPDATE webhook_endpoints SET url = ?, events = ?, active = ?, description = ? WHERE id = ?",
-        (url if url is not None else current.url,
-         json.dumps(check_events(events) if events is not None else current.events),
-         int(active if active is not None else current.active),
-         (description if description is not None else current.description)[:200], endpoint_id),
-    )
+    changed = endpoint_changes(endpoint(conn, endpoint_id), url=url, events=events, active=active,
+                               description=description)
+    conn.execute("UPDATE webhook_endpoints SET url = ?, events = ?, active = ?, description = ? WHERE id = ?",
+                 (*changed, endpoint_id))
+
+
+def endpoint_changes(current: Endpoint, *, url: str | None, events: list[str] | None, active: bool | None,
+                     description: str | None) -> tuple[str, str, int, str]:
+    """(url, events JSON, active 0/1, description) of `current` with what is given changed: the
+    events checked, the description cut to 200 characters. Shared with store/pg/webhooks.py."""
+    return (url if url is not None else current.url,
+            json.dumps(check_events(events) if events is not None else current.events),
+            int(active if active is not None else current.active),
+            (description if description is not None else current.description)[:200])
 
 
 def set_secret(conn: apsw.Connection, endpoint_id: int, secret: str) -> None:
@@ -148,13 +154,19 @@ def enqueue(conn: apsw.Connection, event: str, event_id: str, body: str, *,
     for row in all_rows(conn.execute(
             "SELECT id, events FROM webhook_endpoints WHERE active = 1 AND (? IS NULL OR id = ?)",
             (endpoint_id, endpoint_id))):
-        if endpoint_id is None and event not in json.loads(row[1]):
+        if not wants(row[1], event, endpoint_id):
             continue
         conn.execute(
             "INSERT INTO webhook_deliveries(endpoint_id, event_id, event, body, next_at, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)", (row[0], event_id, event, body, now, now))
         ids.append(conn.last_insert_rowid())
     return ids
+
+
+def wants(events_json: str, event: str, endpoint_id: int | None) -> bool:
+    """Whether an endpoint subscribed to `events_json` gets `event`: any event when it was named
+    (a test delivery), else the events it subscribed to. Shared with store/pg/webhooks.py."""
+    return endpoint_id is not None or event in json.loads(events_json)
 
 
 def claim_due(conn: apsw.Connection, *, now: float, lease_seconds: float, limit: int = 20) -> list[DueDelivery]:
@@ -182,12 +194,18 @@ def record_attempt(conn: apsw.Connection, delivery_id: int, *, response_status: 
     attempt = row[0] + 1
     conn.execute("INSERT OR REPLACE INTO webhook_attempts(delivery_id, attempt, at, response_status, error, ms) "
                  "VALUES (?, ?, ?, ?, ?, ?)", (delivery_id, attempt, now, response_status, error[:500], ms))
-    status = "delivered" if delivered else "pending" if retry_at is not None else "failed"
+    status = attempt_status(delivered, retry_at)
     conn.execute(
         "UPDATE webhook_deliveries SET status = ?, attempts = ?, next_at = ?, lease_until = NULL, "
         "response_status = ?, error = ?, delivered_at = ? WHERE id = ?",
         (status, attempt, retry_at if retry_at is not None else now, response_status, error[:500],
          now if delivered else None, delivery_id))
+
+
+def attempt_status(delivered: bool, retry_at: float | None) -> str:
+    """A delivery's status after an attempt: delivered, pending again (a retry), or failed for
+    good. Shared with store/pg/webhooks.py."""
+    return "delivered" if delivered else "pending" if retry_at is not None else "failed"
 
 
 def next_due(conn: apsw.Connection) -> float | None:

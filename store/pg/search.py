@@ -40,6 +40,7 @@ from store.search import (
     SearchResult,
     TermCoverage,
     Trace,
+    boilerplate_words,
     content_terms,
     coverage_from_counts,
     coverage_threshold,
@@ -278,3 +279,29 @@ def term_coverage(conn: PgConnection, text: str, min_chunks: int | None = None,
         min_chunks = coverage_threshold(chunk_count(conn))
     floor = max(1, min_chunks)
     return coverage_from_counts(text, document_counts(conn, content_terms(text), cap=floor), floor, also_known)
+
+
+def chunk_languages(conn: PgConnection) -> set[str]:
+    """The languages the tenant's chunks are in (not the unknown, '')."""
+    return {r[0] for r in conn.execute("SELECT DISTINCT lang FROM chunks WHERE lang <> ''")}
+
+
+_REPEATED = """
+SELECT count(*) FROM (
+    SELECT 1 FROM chunk_configs k CROSS JOIN LATERAL (
+        SELECT 1 FROM chunks c WHERE c.tsv @@ phraseto_tsquery(k.cfg, %(phrase)s) AND c.ts_config = k.cfg
+        LIMIT %(enough)s OFFSET 0) AS hit
+    -- A phrase of stop words alone is no query in that configuration: it matches nothing.
+    WHERE numnode(phraseto_tsquery(k.cfg, %(phrase)s)) > 0
+    LIMIT %(enough)s) AS found"""
+
+
+def is_repeated(conn: PgConnection, block: str, min_chunks: int, max_words: int = 10) -> bool:
+    """As store.search.is_repeated: whether `block` (its first `max_words` words, as a phrase)
+    occurs in at least `min_chunks` chunks, stemmed as each chunk is; stops counting there."""
+    words = boilerplate_words(block, max_words)
+    if not words:
+        return False
+    enough = max(min_chunks, 0)  # LIMIT 0 counts none, which meets a min_chunks of 0 or less, as on SQLite
+    row = conn.execute(_REPEATED, {"phrase": " ".join(words), "enough": enough}).fetchone()
+    return row is not None and int(row[0]) >= min_chunks
