@@ -11,7 +11,7 @@ Where PostgreSQL alone would give another result, this side does what SQLite doe
 - text is ordered and compared byte by byte (COLLATE "C"), SQLite's BINARY, whatever the
   database's locale; where SQLite's order of equal counts follows from its plan (the questions
   asked as often, the languages of as many pages), the same order is written out here;
-- a negative LIMIT means no limit (store/pg/limit.py)."""
+- a negative LIMIT means no limit (store/pg/limits.py)."""
 
 from __future__ import annotations
 
