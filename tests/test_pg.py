@@ -718,7 +718,7 @@ def test_a_page_with_nul_characters_is_written_without_them(pg, corpus):
             boosted = pg_search.search(conn, "twine\x00 uploads", None, mode="bm25", k=3, boost=0.5,
                                        boost_url=page.url + "\x00",
                                        filters=Filters(url_prefix=PYPUG_ORIGIN + "\x00")).hits
-        assert hits and hits[0].text == "Twine uploads to TestPyPI."
+        assert "Twine uploads to TestPyPI." in [h.text for h in hits]  # found by its words, NULs out
         assert [h.text for h in boosted] == [h.text for h in hits]
         again = side.write(dirty)  # the same page again: nothing to change
         assert not again.changed and again.chunks_added == 0
