@@ -62,3 +62,23 @@ def pypug_ctx(tmp_path_factory):
     context = folder_context(tmp_path_factory, "pypug", PYPUG, PYPUG_ORIGIN)
     yield context
     context.close()
+
+
+@pytest.fixture(scope="module")
+def pg_url():
+    """A throwaway PostgreSQL 18 with pgvector (tests/pg.py) for one test module."""
+    from tests.pg import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def pg(pg_url):
+    """The tenants of that server, through a pool of up to six connections."""
+    from store.pg.connect import open_pool
+    from store.pg.tenants import PgTenants
+
+    pool = open_pool(pg_url, max_size=6)
+    yield PgTenants(pool)
+    pool.close()

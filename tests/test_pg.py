@@ -44,7 +44,6 @@ from store.pg.transfer import (
 from store.search import Filters, SearchResult
 from store.tenants import TenantRegistry
 from tests.conftest import PYPUG, PYPUG_ORIGIN, fresh_context
-from tests.pg import postgres_server
 
 pytestmark = pytest.mark.slow
 
@@ -103,18 +102,6 @@ def corpus(tmp_path_factory) -> Corpus:
     context.close()
     return Corpus(pages=writes, embedder=embedder, vectors=questions)
 
-
-@pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def pg(pg_url):
-    pool = open_pool(pg_url)
-    yield PgTenants(pool)
-    pool.close()
 
 
 class SqliteSide:

@@ -14,9 +14,7 @@ import json
 import threading
 import time
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
@@ -30,145 +28,66 @@ from store import pages as sqlite_pages
 from store import search as sqlite_search
 from store import webhooks as sqlite_webhooks
 from store.analytics import MissingPage
-from store.config import SiteConfig
 from store.errors import InvalidInput, NotFound
 from store.pages import ChunkRow, PageWrite
 from store.pg import analytics as pg_analytics
 from store.pg import contacts as pg_contacts
 from store.pg import conversations as pg_conversations
+from store.pg import crawls as pg_crawls
 from store.pg import page_content as pg_page_content
 from store.pg import pages as pg_pages
 from store.pg import search as pg_search
 from store.pg import webhooks as pg_webhooks
-from store.pg.connect import open_pool
-from store.pg.tenants import PgTenants
-from store.tenants import TenantRegistry
-from tests.pg import postgres_server
-from tests.test_pg_store import START, Clock, no_nul, turn, unit
+from tests import pgsides
+from tests.pgsides import DIM, SITE, START, side_fixtures
+from tests.test_pg_store import no_nul, turn, unit
 
 pytestmark = pytest.mark.slow
 
-DIM = 8
-SITE = "https://acme.test"
 DAY = 86400.0
-_ids = iter(range(10**6))
 
 
-class SqliteSide:
-    name = "sqlite"
+class _Crawls:
+    """The crawl rows the analytics read, written by the side's own store/crawls twin."""
+
+    crawls: ModuleType
+
+    def start_run(self, conn, kind: str) -> int:
+        return self.crawls.start_run(conn, kind)
+
+    def finish_run(self, conn, run_id: int, status: str, summary: str, errors: list[tuple[str, str, str]]) -> None:
+        self.crawls.finish_run(conn, run_id, status, summary, errors)
+
+    def replace_sitemap(self, conn, urls: list[str]) -> None:
+        self.crawls.replace_sitemap(conn, dict.fromkeys(urls))
+
+
+class SqliteSide(_Crawls, pgsides.SqliteSide):
     analytics = sqlite_analytics
     contacts = sqlite_contacts
     conversations = sqlite_conversations
+    crawls = sqlite_crawls
     page_content = sqlite_page_content
     pages = sqlite_pages
     search = sqlite_search
     webhooks = sqlite_webhooks
-
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.registry = TenantRegistry(root)
-        self.tenant, _ = self.registry.create(SiteConfig(site=SITE + "/"), "acme", embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.contacts, self.conversations, self.pages, self.webhooks, sqlite_crawls):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenant.write()
-
-    @contextmanager
-    def read(self) -> Iterator:
-        yield self.tenant.reader()
-
-    def start_run(self, conn, kind: str) -> int:
-        return sqlite_crawls.start_run(conn, kind)
-
-    def finish_run(self, conn, run_id: int, status: str, summary: str, errors: list[tuple[str, str, str]]) -> None:
-        sqlite_crawls.finish_run(conn, run_id, status, summary, errors)
-
-    def replace_sitemap(self, conn, urls: list[str]) -> None:
-        sqlite_crawls.replace_sitemap(conn, dict.fromkeys(urls))
-
-    def close(self) -> None:
-        self.registry.close_all()
+    clocked = (sqlite_contacts, sqlite_conversations, sqlite_pages, sqlite_webhooks, sqlite_crawls)
 
 
-class PgSide:
-    name = "postgres"
+class PgSide(_Crawls, pgsides.PgSide):
     analytics = pg_analytics
     contacts = pg_contacts
     conversations = pg_conversations
+    crawls = pg_crawls
     page_content = pg_page_content
     pages = pg_pages
     search = pg_search
     webhooks = pg_webhooks
-
-    def __init__(self, tenants: PgTenants, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.tenants = tenants
-        self.id = f"admin-{next(_ids)}"
-        tenants.create(SiteConfig(site=SITE + "/"), self.id, embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.contacts, self.conversations, self.pages, self.webhooks):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenants.write(self.id)
-
-    def read(self):
-        return self.tenants.read(self.id)
-
-    # store/crawls.py's rows, written as it writes them (its PostgreSQL twin is not here yet).
-    def start_run(self, conn, kind: str) -> int:
-        return int(conn.execute("INSERT INTO crawl_runs(kind, started_at) VALUES (%s, %s) RETURNING id",
-                                (kind, self.clock.time())).fetchone()[0])
-
-    def finish_run(self, conn, run_id: int, status: str, summary: str, errors: list[tuple[str, str, str]]) -> None:
-        now = self.clock.time()
-        conn.execute("UPDATE crawl_runs SET finished_at = %s, status = %s, summary = %s WHERE id = %s",
-                     (now, status, summary, run_id))
-        with conn.cursor() as cursor:
-            cursor.executemany("INSERT INTO crawl_errors(run_id, url, reason, message, at) VALUES (%s, %s, %s, %s, %s)",
-                               [(run_id, url, reason, message, now) for url, reason, message in errors])
-
-    def replace_sitemap(self, conn, urls: list[str]) -> None:
-        now = self.clock.time()
-        conn.execute("DELETE FROM sitemap_urls")
-        with conn.cursor() as cursor:
-            cursor.executemany("INSERT INTO sitemap_urls(url, lastmod, seen_at) VALUES (%s, NULL, %s)",
-                               [(url, now) for url in urls])
-
-    def close(self) -> None:
-        self.tenants.delete(self.id)
+    clocked = (pg_contacts, pg_conversations, pg_pages, pg_webhooks, pg_crawls)
 
 
 Side = SqliteSide | PgSide
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def pg(pg_url):
-    pool = open_pool(pg_url, max_size=6)
-    yield PgTenants(pool)
-    pool.close()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def side(request, tmp_path, monkeypatch):
-    made = SqliteSide(tmp_path, monkeypatch) if request.param == "sqlite" else \
-        PgSide(request.getfixturevalue("pg"), monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def sides(tmp_path, monkeypatch, pg):
-    made = (SqliteSide(tmp_path, monkeypatch), PgSide(pg, monkeypatch))
-    yield made
-    for one in made:
-        one.close()
+side, sides = side_fixtures(SqliteSide, PgSide)
 
 
 def chunk(text: str, position: int, *, lang: str = "en", heading: tuple[str, ...] = ()) -> ChunkRow:

@@ -9,11 +9,7 @@ the time from its own clock (tests/test_pg_store.py's `Clock`), so times compare
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,45 +19,26 @@ from store import manifests as sqlite_manifests
 from store import pages as sqlite_pages
 from store import pending as sqlite_pending
 from store import search as sqlite_search
-from store.config import SiteConfig
 from store.pages import ChunkRow, JunkUrl, PageState, PageWrite, RenderDecision
 from store.pg import crawls as pg_crawls
 from store.pg import manifests as pg_manifests
 from store.pg import pages as pg_pages
 from store.pg import pending as pg_pending
 from store.pg import search as pg_search
-from store.pg.connect import open_pool
-from store.pg.tenants import PgTenants
-from store.tenants import TenantRegistry
-from tests.pg import postgres_server
-from tests.test_pg_store import DIM, START, Clock, no_nul, unit
+from tests import pgsides
+from tests.pgsides import SITE, START, side_fixtures
+from tests.test_pg_store import no_nul, unit
 
 pytestmark = pytest.mark.slow
 
-SITE = "https://acme.test"
-_ids = itertools.count()
 
 
-class SqliteSide:
-    name = "sqlite"
+class SqliteSide(pgsides.SqliteSide):
     pages = sqlite_pages
     crawls = sqlite_crawls
     pending = sqlite_pending
     manifests = sqlite_manifests
-
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.registry = TenantRegistry(root)
-        self.tenant, _ = self.registry.create(SiteConfig(site=SITE + "/"), "acme", embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.pages, self.crawls, self.manifests):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenant.write()
-
-    @contextmanager
-    def read(self) -> Iterator:
-        yield self.tenant.reader()
+    clocked = (sqlite_pages, sqlite_crawls, sqlite_manifests)
 
     def search(self, text: str, vector: np.ndarray | None, **kw):
         return sqlite_search.search(self.tenant.reader(), text, vector, **kw)
@@ -70,30 +47,13 @@ class SqliteSide:
         """What the embedding stage does after store_vectors: the in-memory index goes stale."""
         self.tenant.bump_generation(conn)
 
-    def close(self) -> None:
-        self.registry.close_all()
 
-
-class PgSide:
-    name = "postgres"
+class PgSide(pgsides.PgSide):
     pages = pg_pages
     crawls = pg_crawls
     pending = pg_pending
     manifests = pg_manifests
-
-    def __init__(self, tenants: PgTenants, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.tenants = tenants
-        self.id = f"crawl-{next(_ids)}"
-        tenants.create(SiteConfig(site=SITE + "/"), self.id, embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.pages, self.crawls, self.manifests):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenants.write(self.id)
-
-    def read(self):
-        return self.tenants.read(self.id)
+    clocked = (pg_pages, pg_crawls, pg_manifests)
 
     def search(self, text: str, vector: np.ndarray | None, **kw):
         with self.tenants.read(self.id) as conn:
@@ -102,40 +62,9 @@ class PgSide:
     def vectors_stored(self, conn) -> None:
         """Nothing to do: the HNSW index is updated with the table."""
 
-    def close(self) -> None:
-        self.tenants.delete(self.id)
-
 
 Side = SqliteSide | PgSide
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def pg(pg_url):
-    pool = open_pool(pg_url, max_size=4)
-    yield PgTenants(pool)
-    pool.close()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def side(request, tmp_path, monkeypatch):
-    made = SqliteSide(tmp_path, monkeypatch) if request.param == "sqlite" else \
-        PgSide(request.getfixturevalue("pg"), monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def sides(tmp_path, monkeypatch, pg):
-    made = (SqliteSide(tmp_path, monkeypatch), PgSide(pg, monkeypatch))
-    yield made
-    for one in made:
-        one.close()
+side, sides = side_fixtures(SqliteSide, PgSide)
 
 
 def rows(conn, query: str) -> list[tuple]:

@@ -21,7 +21,6 @@ from store.errors import InvalidInput, StoreError
 from store.pg.connect import open_pool
 from store.pg.leases import CrawlLeases, Lease
 from store.pg.tenants import PgTenants
-from tests.pg import postgres_server
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +44,6 @@ while lease is not None:
     time.sleep(0.2)
     lease = leases.renew(lease)
 """
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")

@@ -10,12 +10,8 @@ orderings by time included."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -23,116 +19,31 @@ import pytest
 
 from store import conversations as sqlite_conversations
 from store import curated as sqlite_curated
-from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
 from store.curated import Curated
 from store.errors import InvalidInput, NotFound
 from store.pg import conversations as pg_conversations
 from store.pg import curated as pg_curated
-from store.pg.connect import open_pool
-from store.pg.tenants import PgTenants
-from store.tenants import TenantRegistry
-from tests.pg import postgres_server
+from tests import pgsides
+from tests.pgsides import DIM, START, side_fixtures
 
 pytestmark = pytest.mark.slow
 
-DIM = 8
-#: Near the real time: `usage` counts days back from SQLite's date('now').
-START = float(int(time.time()))
-_ids = itertools.count()
 
-
-class Clock:
-    """`time` as the store modules use it, one second further at each `time()`."""
-
-    strftime = staticmethod(time.strftime)
-    gmtime = staticmethod(time.gmtime)
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def time(self) -> float:
-        self.now += 1.0
-        return self.now
-
-
-class SqliteSide:
-    name = "sqlite"
+class SqliteSide(pgsides.SqliteSide):
     curated = sqlite_curated
     conversations = sqlite_conversations
-
-    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.registry = TenantRegistry(root)
-        self.tenant, _ = self.registry.create(SiteConfig(site="https://acme.test/"), "acme",
-                                              embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.curated, self.conversations):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenant.write()
-
-    @contextmanager
-    def read(self) -> Iterator:
-        yield self.tenant.reader()
-
-    def close(self) -> None:
-        self.registry.close_all()
+    clocked = (sqlite_curated, sqlite_conversations)
 
 
-class PgSide:
-    name = "postgres"
+class PgSide(pgsides.PgSide):
     curated = pg_curated
     conversations = pg_conversations
-
-    def __init__(self, tenants: PgTenants, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.tenants = tenants
-        self.id = f"store-{next(_ids)}"
-        tenants.create(SiteConfig(site="https://acme.test/"), self.id, embedder_id="test-model", dim=DIM)
-        self.clock = Clock()
-        for module in (self.curated, self.conversations):
-            monkeypatch.setattr(module, "time", self.clock)
-
-    def write(self):
-        return self.tenants.write(self.id)
-
-    def read(self):
-        return self.tenants.read(self.id)
-
-    def close(self) -> None:
-        self.tenants.delete(self.id)
+    clocked = (pg_curated, pg_conversations)
 
 
 Side = SqliteSide | PgSide
-
-
-@pytest.fixture(scope="module")
-def pg_url():
-    with postgres_server() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def pg(pg_url):
-    pool = open_pool(pg_url, max_size=4)
-    yield PgTenants(pool)
-    pool.close()
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def side(request, tmp_path, monkeypatch):
-    made = SqliteSide(tmp_path, monkeypatch) if request.param == "sqlite" else \
-        PgSide(request.getfixturevalue("pg"), monkeypatch)
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def sides(tmp_path, monkeypatch, pg):
-    made = (SqliteSide(tmp_path, monkeypatch), PgSide(pg, monkeypatch))
-    yield made
-    for one in made:
-        one.close()
+side, sides = side_fixtures(SqliteSide, PgSide)
 
 
 def unit(*weights: float, dim: int = DIM) -> np.ndarray:
