@@ -72,12 +72,13 @@ def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
                                  "schema_version": int(meta.get("schema_version", 0) or 0)})
                 except FrontdeskError as exc:
                     rows.append({"id": tenant_id, "error": exc.code, "message": exc.message})
-    for tenant_id in [] if url else ctx.registry.ids():
-        try:
-            info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
-        except FrontdeskError as exc:
-            info = {"id": tenant_id, "error": exc.code, "message": exc.message}
-        rows.append(info)
+    else:
+        for tenant_id in ctx.registry.ids():
+            try:
+                info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
+            except FrontdeskError as exc:
+                info = {"id": tenant_id, "error": exc.code, "message": exc.message}
+            rows.append(info)
     text = "\n".join(
         f"{r['id']}\t{r.get('site', '')}\t{r.get('embedder_id', r.get('error', ''))}" for r in rows
     ) or "no tenants"
