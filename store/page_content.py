@@ -10,7 +10,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from store.connect import all_rows
+from store.connect import Row, all_rows
 
 
 class ContentChunk(msgspec.Struct, kw_only=True):
@@ -47,23 +47,24 @@ def page_content(conn: apsw.Connection, urls: Iterable[str]) -> PageContent | No
             break
     else:
         return None
-    page_id = row[0]
-    chunks = [
-        ContentChunk(heading_path=json.loads(path), kind=kind, text=text)
-        for path, kind, text in conn.execute(
-            "SELECT pc.heading_path, c.kind, c.text FROM page_chunks pc JOIN chunks c ON c.id = pc.chunk_id "
-            "WHERE pc.page_id = ? ORDER BY pc.position",
-            (page_id,),
-        )
-    ]
-    facts = [
-        ContentFact(type=kind_of, kind=kind, text=text, data=json.loads(data))
-        for kind_of, kind, text, data in conn.execute(
-            "SELECT type, kind, text, data FROM facts WHERE page_id = ? ORDER BY id", (page_id,)
-        )
-    ]
-    return PageContent(url=row[1], title=row[2], description=row[3], lang=row[4], updated=row[5],
-                       chunks=chunks, facts=facts)
+    return page_content_of(
+        row,
+        conn.execute("SELECT pc.heading_path, c.kind, c.text FROM page_chunks pc JOIN chunks c ON c.id = pc.chunk_id "
+                     "WHERE pc.page_id = ? ORDER BY pc.position", (row[0],)),
+        conn.execute("SELECT type, kind, text, data FROM facts WHERE page_id = ? ORDER BY id", (row[0],)),
+    )
+
+
+def page_content_of(page: Row, chunks: Iterable[Row], facts: Iterable[Row]) -> PageContent:
+    """`page_content`'s result from the page's row (id, url, title, description, lang, updated),
+    its chunks' rows (heading path JSON, kind, text) in page order and its facts' rows (type,
+    kind, text, data JSON). Shared with store/pg/page_content.py."""
+    return PageContent(
+        url=page[1], title=page[2], description=page[3], lang=page[4], updated=page[5],
+        chunks=[ContentChunk(heading_path=json.loads(path), kind=kind, text=text) for path, kind, text in chunks],
+        facts=[ContentFact(type=kind_of, kind=kind, text=text, data=json.loads(data))
+               for kind_of, kind, text, data in facts],
+    )
 
 
 def page_actions(conn: apsw.Connection, urls: list[str], limit: int = 10) -> list[tuple[str, str, str, str]]:

@@ -6,10 +6,9 @@ then as written. URLs are looked up without U+0000 (store/pg/nul.py), as they we
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
-from store.page_content import ContentChunk, ContentFact, PageContent
+from store.page_content import PageContent, page_content_of
 from store.pg.connect import PgConnection
 from store.pg.limits import sqlite_limit
 from store.pg.nul import strip_nul
@@ -26,23 +25,12 @@ def page_content(conn: PgConnection, urls: Iterable[str]) -> PageContent | None:
             break
     else:
         return None
-    page_id = row[0]
-    chunks = [
-        ContentChunk(heading_path=json.loads(path), kind=kind, text=text)
-        for path, kind, text in conn.execute(
-            "SELECT pc.heading_path, c.kind, c.text FROM page_chunks pc JOIN chunks c ON c.id = pc.chunk_id "
-            "WHERE pc.page_id = %s ORDER BY pc.position",
-            (page_id,),
-        )
-    ]
-    facts = [
-        ContentFact(type=kind_of, kind=kind, text=text, data=json.loads(data))
-        for kind_of, kind, text, data in conn.execute(
-            "SELECT type, kind, text, data FROM facts WHERE page_id = %s ORDER BY id", (page_id,)
-        )
-    ]
-    return PageContent(url=row[1], title=row[2], description=row[3], lang=row[4], updated=row[5],
-                       chunks=chunks, facts=facts)
+    return page_content_of(
+        row,
+        conn.execute("SELECT pc.heading_path, c.kind, c.text FROM page_chunks pc JOIN chunks c ON c.id = pc.chunk_id "
+                     "WHERE pc.page_id = %s ORDER BY pc.position", (row[0],)),
+        conn.execute("SELECT type, kind, text, data FROM facts WHERE page_id = %s ORDER BY id", (row[0],)),
+    )
 
 
 def page_actions(conn: PgConnection, urls: list[str], limit: int = 10) -> list[tuple[str, str, str, str]]:
