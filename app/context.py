@@ -10,24 +10,15 @@ from ingest.embed import MODELS, Embedder, shared_embedder
 from store import vector_index
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
-from store.migrations import check_model, read_meta
-from store.search import (
-    DEFAULT_FUSION,
-    Filters,
-    FusionParams,
-    Mode,
-    SearchResult,
-    search,
-    term_coverage,
-)
-from store.tenants import Tenant, TenantRegistry, validate_tenant_id
+from store.search import DEFAULT_FUSION, Filters, FusionParams, Mode, SearchResult
+from store.tenants import Registry, Tenant, TenantRegistry, validate_tenant_id
 
 
 class Context:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.data_dir = Path(settings.data_dir)
-        self.registry = TenantRegistry(self.data_dir)
+        self.registry: Registry = open_registry(settings)
         vector_index.configure(settings.vector_memory_mb)
 
     def embedder(self, model: str | None = None) -> Embedder:
@@ -53,8 +44,9 @@ class Context:
                 f"run `frontdesk reindex {tenant.id}` to rebuild it with one of {', '.join(MODELS)}"
             )
         embedder = self.embedder(model)
-        check_model(tenant.reader(), tenant.id, embedder.id, embedder.dim)
-        stored = read_meta(tenant.reader()).get("embedder_fingerprint", embedder.fingerprint)
+        with tenant.reading() as conn:
+            tenant.store.migrations.check_model(conn, tenant.id, embedder.id, embedder.dim)
+            stored = tenant.store.migrations.read_meta(conn).get("embedder_fingerprint", embedder.fingerprint)
         if stored != embedder.fingerprint:
             raise ModelMismatch(
                 f"tenant {tenant.id} was indexed with different weights of {embedder.id} "
@@ -81,12 +73,32 @@ class Context:
                filters: Filters | None = None, params: FusionParams | None = None,
                trace: bool = False, boost_url: str | None = None, boost: float = 0.0) -> SearchResult:
         vector = None if mode == "bm25" else self.tenant_embedder(tenant).embed_query(query)
-        conn = tenant.reader()
-        result = search(conn, query, vector, k=k, mode=mode, filters=filters, trace=trace,
-                        boost_url=boost_url, boost=boost, params=params if params is not None else DEFAULT_FUSION)
-        if trace:
-            result.coverage = term_coverage(conn, query)
+        with tenant.reading() as conn:
+            result: SearchResult = tenant.store.search.search(
+                conn, query, vector, k=k, mode=mode, filters=filters, trace=trace, boost_url=boost_url,
+                boost=boost, params=params if params is not None else DEFAULT_FUSION)
+            if trace:
+                result.coverage = tenant.store.search.term_coverage(conn, query)
         return result
 
     def close(self) -> None:
         self.registry.close_all()
+        close_registry(self.registry)
+
+
+def open_registry(settings: Settings) -> Registry:
+    """The tenants of the configured backend: a PostgreSQL database when FRONTDESK_DATABASE_URL
+    is set (a pool of FRONTDESK_DATABASE_POOL_SIZE connections), else the files under DATA_DIR."""
+    url = settings.database_url.strip()
+    if not url:
+        return TenantRegistry(Path(settings.data_dir))
+    from store.pg.backend import postgres_registry
+
+    return postgres_registry(url, pool_size=settings.database_pool_size)
+
+
+def close_registry(registry: Registry) -> None:
+    """Give a PostgreSQL registry's pooled connections back to the server (files need nothing)."""
+    pool = getattr(registry, "pool", None)
+    if pool is not None:
+        pool.close()

@@ -35,7 +35,7 @@ from store.errors import (
     TenantInUse,
     TenantMismatch,
 )
-from store.tenants import Tenant, TenantRegistry, validate_tenant_id
+from store.tenants import TenantFile, TenantRegistry, validate_tenant_id
 
 #: Pages copied per backup step (4 KiB pages: 1 MiB); the source is read-locked only per step.
 PAGES_PER_STEP = 256
@@ -117,8 +117,8 @@ def _open_existing(path: Path) -> apsw.Connection:
     return conn
 
 
-def _source_path(source: Tenant | Path | str) -> Path:
-    path = source.path if isinstance(source, Tenant) else Path(source)
+def _source_path(source: TenantFile | Path | str) -> Path:
+    path = source.path if isinstance(source, TenantFile) else Path(source)
     if not path.is_file():
         raise NotFound(f"{path} does not exist or is not a file")
     check_is_sqlite(path)
@@ -150,7 +150,7 @@ def _copy_pages(source: apsw.Connection, target: apsw.Connection, pages_per_step
     return copied, restarts
 
 
-def backup(source: Tenant | Path | str, dest: Path | str, *, pages_per_step: int = PAGES_PER_STEP,
+def backup(source: TenantFile | Path | str, dest: Path | str, *, pages_per_step: int = PAGES_PER_STEP,
            pause: float = STEP_PAUSE_S) -> BackupInfo:
     """Copy a live tenant file (or any tenant file) to `dest` as one self-contained file.
 

@@ -435,6 +435,33 @@ def set_meta(conn: apsw.Connection, **values: object) -> None:
         )
 
 
+def generation(conn: apsw.Connection) -> int:
+    """The tenant's content generation: caches keyed by it go stale when indexed content changes."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def bump_generation(conn: apsw.Connection) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+        "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
+
+
+def site_config(conn: apsw.Connection) -> str | None:
+    """The site config as stored (JSON), or None when the tenant has none."""
+    row = conn.execute("SELECT config FROM site_config WHERE id = 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_site_config(conn: apsw.Connection, config: str, updated_at: float) -> None:
+    conn.execute(
+        "INSERT INTO site_config(id, config, updated_at) VALUES (1, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+        (config, updated_at),
+    )
+
+
 def schema_version(conn: apsw.Connection) -> int:
     return int(read_meta(conn).get("schema_version", "0"))
 

@@ -3,11 +3,15 @@ registry of open tenants (per-thread readers, one writer per tenant).
 
 From the event loop, `await tenant.read(fn)` and `await tenant.write(fn)` run `fn(conn)` in a
 worker thread on a read connection or inside the one write transaction; code already in a worker
-thread uses `tenant.reader()` and `with tenant.write() as conn:` directly.
+thread uses `with tenant.reading() as conn:` and `with tenant.write() as conn:` directly. Both
+hand out the connection of the tenant's backend, and `tenant.store` names that backend's modules
+(store/modules.py): code above the store calls `tenant.store.pages.…(conn, …)`, and a PostgreSQL
+tenant (store/pg/tenants.py `PgTenant`) is used the same way.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import hashlib
 import hmac
@@ -19,13 +23,14 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
 import anyio
 import apsw
 import msgspec
 
 from store import migrations
+from store.modules import SQLITE, StoreModules
 from store.config import SiteConfig, decode_stored_config, encode_config
 from store.connect import check_is_sqlite, open_connection, storage_error
 from store.errors import InvalidTenantId, NotADatabase, StoreError, TenantExists, TenantNotFound
@@ -76,8 +81,141 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-class Tenant:
+Connection = Any
+"""What a tenant's `reading()` / `write()` hand out: an apsw.Connection for a tenant file, a
+psycopg connection for a PostgreSQL tenant. Only that tenant's `store` modules take it."""
+
+
+class Tenant(abc.ABC):
+    """An open tenant on some backend: the interface `app/` and `ingest/` use. `TenantFile` (below)
+    is a tenant file; `PgTenant` (store/pg/registry.py) a tenant schema in PostgreSQL."""
+
+    store: StoreModules
+    """The modules that read and write this tenant's connections."""
+    id: str
+    widget_key: str
+    admin_token_hash: str
+    embedder_id: str
+    embedder_dim: int
+    closed: bool
+
+    @property
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """A name for this tenant unique in the process across data dirs and backends (for
+        process-local locks and caches)."""
+
+    def is_current(self) -> bool:
+        """Whether this object still names the stored tenant (see `TenantFile`)."""
+        return True
+
+    @abc.abstractmethod
+    def reading(self) -> AbstractContextManager[Connection]:
+        """A read connection for one unit of work (on SQLite, this thread's reader: nothing to
+        give back; on PostgreSQL a pooled connection in a transaction, returned at the end)."""
+
+    async def read(self, fn: Callable[[Connection], T]) -> T:
+        """`fn(conn)` on a worker thread's read connection, off the event loop."""
+
+        def run() -> T:
+            with self.reading() as conn:
+                return fn(conn)
+
+        return await anyio.to_thread.run_sync(run)
+
+    @overload
+    def write(self) -> AbstractContextManager[Connection]: ...
+
+    @overload
+    def write(self, fn: Callable[[Connection], T]) -> Awaitable[T]: ...
+
+    def write(self, fn: Callable[[Connection], T] | None = None):
+        """Without `fn` (in a worker thread): `with tenant.write() as conn:` is one write
+        transaction. With `fn` (on the event loop): `await tenant.write(fn)` runs `fn(conn)` inside
+        that transaction in a worker thread and returns its result; an exception rolls it back.
+        One writer per tenant in a process; a nested use from the same thread joins the
+        transaction."""
+        if fn is None:
+            return self._transaction()
+        return self._write_in_thread(fn)
+
+    async def _write_in_thread(self, fn: Callable[[Connection], T]) -> T:
+        def run() -> T:
+            with self._transaction() as conn:
+                return fn(conn)
+
+        return await anyio.to_thread.run_sync(run)
+
+    @abc.abstractmethod
+    def _transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def bump_generation(self, conn: Connection) -> None:
+        """Mark that indexed content changed: caches keyed by the generation go stale."""
+        self.store.migrations.bump_generation(conn)
+
+    # These take the connection `read(fn)` / `write(fn)` hand them, or make their own.
+
+    def generation(self, conn: Connection | None = None) -> int:
+        if conn is None:
+            with self.reading() as conn:
+                return self.generation(conn)
+        return int(self.store.migrations.generation(conn))
+
+    def config(self, conn: Connection | None = None) -> SiteConfig:
+        if conn is None:
+            with self.reading() as conn:
+                return self.config(conn)
+        stored = self.store.migrations.site_config(conn)
+        if stored is None:
+            raise StoreError(f"tenant {self.id} has no site config")
+        return decode_stored_config(stored)
+
+    def set_config(self, config: SiteConfig, conn: Connection | None = None) -> None:
+        if conn is None:
+            with self.write() as conn:
+                self.set_config(config, conn)
+            return
+        self.store.migrations.set_site_config(conn, encode_config(config).decode(), time.time())
+
+    def check_admin_token(self, token: str) -> bool:
+        return bool(self.admin_token_hash) and hmac.compare_digest(hash_token(token), self.admin_token_hash)
+
+    def info(self, conn: Connection | None = None) -> TenantInfo:
+        if conn is None:
+            with self.reading() as conn:
+                return self.info(conn)
+        meta = self.store.migrations.read_meta(conn)
+        return TenantInfo(
+            id=self.id,
+            widget_key=meta.get("widget_key", ""),
+            embedder_id=meta.get("embedder_id", ""),
+            embedder_dim=int(meta.get("embedder_dim", "0") or 0),
+            schema_version=int(meta.get("schema_version", "0")),
+            site=self.config(conn).site,
+            created_at=float(meta.get("created_at", "0")),
+        )
+
+    def _load_meta(self, meta: dict[str, str]) -> None:
+        self.widget_key = meta.get("widget_key", "")
+        self.admin_token_hash = meta.get("admin_token_hash", "")
+        self.embedder_id = meta.get("embedder_id", "")
+        self.embedder_dim = int(meta.get("embedder_dim", "0") or 0)
+
+    @abc.abstractmethod
+    def size_bytes(self) -> int:
+        """What the tenant takes on disk (its file; its schema's tables and indexes)."""
+
+    def checkpoint(self) -> None:
+        """Make the stored tenant complete on its own (SQLite folds its WAL in; else nothing)."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+
+class TenantFile(Tenant):
     """An open tenant file. Reads use a connection per thread; writes go through one lock."""
+
+    store = SQLITE
 
     def __init__(self, tenant_id: str, path: Path) -> None:
         self.id = tenant_id
@@ -89,11 +227,11 @@ class Tenant:
         self._writer: apsw.Connection | None = None
         self.closed = False
         self.file_id = _file_id(path)
-        meta = migrations.read_meta(self.reader())
-        self.widget_key = meta.get("widget_key", "")
-        self.admin_token_hash = meta.get("admin_token_hash", "")
-        self.embedder_id = meta.get("embedder_id", "")
-        self.embedder_dim = int(meta.get("embedder_dim", "0") or 0)
+        self._load_meta(migrations.read_meta(self.reader()))
+
+    @property
+    def identity(self) -> str:
+        return str(self.path)
 
     def is_current(self) -> bool:
         """Whether the tenant's path still names the file this object has open (not deleted,
@@ -115,30 +253,13 @@ class Tenant:
             conn = self._local.conn = self._connect()
         return conn
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[apsw.Connection]:
+        yield self.reader()
+
     async def read(self, fn: Callable[[apsw.Connection], T]) -> T:
-        """`fn(conn)` on a worker thread's read connection, off the event loop."""
+        # The thread's reader needs no unit of work around it: one call less on the hot path.
         return await anyio.to_thread.run_sync(lambda: fn(self.reader()))
-
-    @overload
-    def write(self) -> AbstractContextManager[apsw.Connection]: ...
-
-    @overload
-    def write(self, fn: Callable[[apsw.Connection], T]) -> Awaitable[T]: ...
-
-    def write(self, fn: Callable[[apsw.Connection], T] | None = None):
-        """Without `fn` (in a worker thread): `with tenant.write() as conn:` is one write
-        transaction. With `fn` (on the event loop): `await tenant.write(fn)` runs `fn(conn)` inside
-        that transaction in a worker thread and returns its result; an exception rolls it back."""
-        if fn is None:
-            return self._transaction()
-        return self._write_in_thread(fn)
-
-    async def _write_in_thread(self, fn: Callable[[apsw.Connection], T]) -> T:
-        def run() -> T:
-            with self._transaction() as conn:
-                return fn(conn)
-
-        return await anyio.to_thread.run_sync(run)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[apsw.Connection]:
@@ -167,54 +288,8 @@ class Tenant:
                     raise failure from None
                 raise
 
-    def bump_generation(self, conn: apsw.Connection) -> None:
-        """Mark that indexed content changed: caches keyed by the generation go stale."""
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-        )
-
-    # These take the connection `read(fn)` / `write(fn)` hand them, or make their own.
-
-    def _or_reader(self, conn: apsw.Connection | None) -> apsw.Connection:
-        return self.reader() if conn is None else conn
-
-    def generation(self, conn: apsw.Connection | None = None) -> int:
-        row = self._or_reader(conn).execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
-    def config(self, conn: apsw.Connection | None = None) -> SiteConfig:
-        row = self._or_reader(conn).execute("SELECT config FROM site_config WHERE id = 1").fetchone()
-        if row is None:
-            raise StoreError(f"tenant {self.id} has no site config")
-        return decode_stored_config(row[0])
-
-    def set_config(self, config: SiteConfig, conn: apsw.Connection | None = None) -> None:
-        if conn is None:
-            with self.write() as conn:
-                self.set_config(config, conn)
-            return
-        conn.execute(
-            "INSERT INTO site_config(id, config, updated_at) VALUES (1, ?, ?) "
-            "ON CONFLICT(id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
-            (encode_config(config).decode(), time.time()),
-        )
-
-    def check_admin_token(self, token: str) -> bool:
-        return bool(self.admin_token_hash) and hmac.compare_digest(hash_token(token), self.admin_token_hash)
-
-    def info(self, conn: apsw.Connection | None = None) -> TenantInfo:
-        conn = self._or_reader(conn)
-        meta = migrations.read_meta(conn)
-        return TenantInfo(
-            id=self.id,
-            widget_key=meta.get("widget_key", ""),
-            embedder_id=meta.get("embedder_id", ""),
-            embedder_dim=int(meta.get("embedder_dim", "0") or 0),
-            schema_version=int(meta.get("schema_version", "0")),
-            site=self.config(conn).site,
-            created_at=float(meta.get("created_at", "0")),
-        )
+    def size_bytes(self) -> int:
+        return self.path.stat().st_size
 
     def checkpoint(self) -> None:
         """Fold the WAL into the main file so the .db alone is a complete copy."""
@@ -237,7 +312,7 @@ class Tenant:
         self._writer = None
 
 
-def _open_checked(tenant_id: str, path: Path, *, embedder_id: str | None, dim: int | None) -> Tenant:
+def _open_checked(tenant_id: str, path: Path, *, embedder_id: str | None, dim: int | None) -> TenantFile:
     if not path.exists():
         raise TenantNotFound(f"tenant {tenant_id} does not exist")
     check_is_sqlite(path)
@@ -262,15 +337,17 @@ def _open_checked(tenant_id: str, path: Path, *, embedder_id: str | None, dim: i
             migrations.migrate(conn, int(meta["embedder_dim"]))
     finally:
         conn.close()
-    return Tenant(tenant_id, path)
+    return TenantFile(tenant_id, path)
 
 
 class TenantRegistry:
     """The tenants under one data dir; opens each file once and shares it between requests."""
 
+    backend = "sqlite"
+
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = Path(data_dir)
-        self._open: dict[str, Tenant] = {}
+        self._open: dict[str, TenantFile] = {}
         self._lock = threading.Lock()
         self._keys: dict[str, str] = {}
         self._keys_loaded_at = 0.0
@@ -287,7 +364,7 @@ class TenantRegistry:
             return []
         return sorted(p.stem for p in folder.glob("*.db") if TENANT_ID.fullmatch(p.stem))
 
-    def get(self, tenant_id: str, *, embedder_id: str | None = None, dim: int | None = None) -> Tenant:
+    def get(self, tenant_id: str, *, embedder_id: str | None = None, dim: int | None = None) -> TenantFile:
         path = self.path(tenant_id)
         with self._lock:
             tenant = self._open.get(tenant_id)
@@ -307,7 +384,7 @@ class TenantRegistry:
             self._keys[tenant.widget_key] = tenant_id
             return tenant
 
-    def create(self, config: SiteConfig, tenant_id: str, *, embedder_id: str, dim: int, fingerprint: str = "") -> tuple[Tenant, str]:
+    def create(self, config: SiteConfig, tenant_id: str, *, embedder_id: str, dim: int, fingerprint: str = "") -> tuple[TenantFile, str]:
         """Create a tenant file atomically; returns the tenant and its admin token (shown once)."""
         path = self.path(tenant_id)
         if path.exists():
@@ -395,3 +472,27 @@ class TenantRegistry:
             self._keys.update(keys)
             self._keys_loaded_at = time.monotonic()
             return self._keys.get(widget_key)
+
+
+class Registry(Protocol):
+    """The tenants of one backend, as `app/` and `ingest/` use them: `TenantRegistry` (the files
+    under a data dir) or `PgTenantRegistry` (store/pg/registry.py: the schemas of a database)."""
+
+    backend: str
+
+    def exists(self, tenant_id: str) -> bool: ...
+
+    def ids(self) -> list[str]: ...
+
+    def get(self, tenant_id: str, *, embedder_id: str | None = None, dim: int | None = None) -> Tenant: ...
+
+    def create(self, config: SiteConfig, tenant_id: str, *, embedder_id: str, dim: int,
+               fingerprint: str = "") -> tuple[Tenant, str]: ...
+
+    def delete(self, tenant_id: str) -> None: ...
+
+    def close(self, tenant_id: str) -> None: ...
+
+    def close_all(self) -> None: ...
+
+    def tenant_for_key(self, widget_key: str) -> str | None: ...

@@ -11,7 +11,27 @@ from typing import TYPE_CHECKING
 from store.errors import StoreError
 
 if TYPE_CHECKING:
+    from store.pg.registry import PgTenantRegistry
     from store.pg.tenants import PgTenants
+
+
+def _missing(exc: ImportError) -> StoreError:
+    return StoreError(
+        f"FRONTDESK_DATABASE_URL is set but the PostgreSQL backend is not installed ({exc.name} is "
+        "missing): pip install 'frontdesk[postgres]'"
+    )
+
+
+def postgres_registry(url: str, *, pool_size: int = 8) -> PgTenantRegistry:
+    """The tenants of the database at `url` for a server: a pool of at most `pool_size`
+    connections, opened and checked now (a wrong URL or a server that is down is one clear error);
+    the caller closes `registry.pool`."""
+    try:
+        from store.pg.connect import open_pool
+        from store.pg.registry import PgTenantRegistry
+    except ImportError as exc:
+        raise _missing(exc) from None
+    return PgTenantRegistry(open_pool(url, max_size=pool_size))
 
 
 @contextmanager
@@ -21,9 +41,6 @@ def postgres_tenants(url: str, *, pool_size: int = 2) -> Iterator[PgTenants]:
     try:
         from store.pg.tenants import connected
     except ImportError as exc:
-        raise StoreError(
-            f"FRONTDESK_DATABASE_URL is set but the PostgreSQL backend is not installed ({exc.name} is "
-            "missing): pip install 'frontdesk[postgres]'"
-        ) from None
+        raise _missing(exc) from None
     with connected(url, pool_size=pool_size) as tenants:
         yield tenants

@@ -391,6 +391,32 @@ def set_meta(conn: PgConnection, **values: object) -> None:
         )
 
 
+def generation(conn: PgConnection) -> int:
+    """As store/migrations.py: the tenant's content generation."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def bump_generation(conn: PgConnection) -> None:
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES ('generation', '1') "
+        "ON CONFLICT (key) DO UPDATE SET value = (meta.value::bigint + 1)::text"
+    )
+
+
+def site_config(conn: PgConnection) -> str | None:
+    row = conn.execute("SELECT config FROM site_config WHERE id = 1").fetchone()
+    return None if row is None else str(row[0])
+
+
+def set_site_config(conn: PgConnection, config: str, updated_at: float) -> None:
+    conn.execute(
+        "INSERT INTO site_config(id, config, updated_at) VALUES (1, %s, %s) "
+        "ON CONFLICT (id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+        (config, updated_at),
+    )
+
+
 def schema_version(conn: PgConnection) -> int:
     return int(read_meta(conn).get("schema_version", "0"))
 

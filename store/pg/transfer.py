@@ -42,7 +42,7 @@ from store.pg.portable import ExportInfo, ImportInfo
 from store.pg.tenants import PgTenants
 from store.pg.textsearch import config_for
 from store.pg.vectors import from_pg, to_pg
-from store.tenants import Tenant, TenantRegistry, validate_tenant_id
+from store.tenants import TenantFile, TenantRegistry, validate_tenant_id
 
 #: Rows per batch read from the source.
 BATCH = 1000
@@ -192,7 +192,7 @@ def _copy_pg_table(pg: PgConnection, lite: apsw.Connection, table: Table) -> Non
 # -- SQLite → PostgreSQL ---------------------------------------------------------------------------
 
 
-def _opened_copy(scratch: Path, tenant_id: str, src: Path) -> Tenant:
+def _opened_copy(scratch: Path, tenant_id: str, src: Path) -> TenantFile:
     """The file copied into a scratch data dir and opened there: an older schema is migrated
     forward on the copy, never on `src`."""
     registry = TenantRegistry(scratch)

@@ -1,0 +1,25 @@
+"""The PostgreSQL twins as one `StoreModules` (store/modules.py): what a `PgTenant.store` is."""
+
+from __future__ import annotations
+
+from store.modules import StoreModules
+from store.pg import (
+    analytics,
+    contacts,
+    conversations,
+    crawls,
+    curated,
+    manifests,
+    migrations,
+    page_content,
+    pages,
+    pending,
+    search,
+    webhooks,
+)
+
+POSTGRES = StoreModules(
+    backend="postgres", analytics=analytics, contacts=contacts, conversations=conversations, crawls=crawls,
+    curated=curated, manifests=manifests, migrations=migrations, page_content=page_content, pages=pages,
+    pending=pending, search=search, webhooks=webhooks,
+)
