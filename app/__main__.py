@@ -18,9 +18,10 @@ from app.progress import Progress
 from app.settings import Settings
 from app.workers import limit_malloc_arenas
 from store.errors import FrontdeskError, InvalidConfig, InvalidInput
-from store.tenants import validate_tenant_id
+from store.tenants import TenantRegistry, validate_tenant_id
 
 if TYPE_CHECKING:
+    from store.pg.tenants import PgTenants
     from store.search import Mode
 
 COMMANDS: dict[str, Callable[[Context, argparse.Namespace], object]] = {}
@@ -59,26 +60,12 @@ def tenant_create(ctx: Context, args: argparse.Namespace) -> None:
 def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
     """The tenants of the configured backend: the SQLite files, or PostgreSQL's schemas."""
     rows = []
-    url = _database_url(ctx)
-    if url:
-        from store.pg.backend import postgres_tenants
-
-        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
-            for tenant_id in tenants.ids():
-                try:
-                    meta = tenants.meta(tenant_id)
-                    rows.append({"id": tenant_id, "site": tenants.config(tenant_id).site,
-                                 "embedder_id": meta.get("embedder_id", ""),
-                                 "schema_version": int(meta.get("schema_version", 0) or 0)})
-                except FrontdeskError as exc:
-                    rows.append({"id": tenant_id, "error": exc.code, "message": exc.message})
-    else:
-        for tenant_id in ctx.registry.ids():
-            try:
-                info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
-            except FrontdeskError as exc:
-                info = {"id": tenant_id, "error": exc.code, "message": exc.message}
-            rows.append(info)
+    for tenant_id in ctx.registry.ids():
+        try:
+            info = msgspec.to_builtins(ctx.registry.get(tenant_id).info())
+        except FrontdeskError as exc:
+            info = {"id": tenant_id, "error": exc.code, "message": exc.message}
+        rows.append(info)
     text = "\n".join(
         f"{r['id']}\t{r.get('site', '')}\t{r.get('embedder_id', r.get('error', ''))}" for r in rows
     ) or "no tenants"
@@ -89,16 +76,10 @@ def tenant_list(ctx: Context, args: argparse.Namespace) -> None:
 def tenant_delete(ctx: Context, args: argparse.Namespace) -> None:
     """Delete a tenant from the configured backend: its SQLite file, or its PostgreSQL schema,
     role and crawl lease."""
-    url = _database_url(ctx)
-    if url:
-        from store.pg.backend import postgres_tenants
-
-        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
-            tenants.delete(validate_tenant_id(args.id))
-    else:
-        ctx.registry.delete(args.id)
-    emit(args, {"deleted": args.id, "backend": "postgres" if url else "sqlite"},
-         f"deleted tenant {args.id}{' from PostgreSQL' if url else ''}")
+    ctx.registry.delete(validate_tenant_id(args.id))
+    postgres = ctx.registry.backend == "postgres"
+    emit(args, {"deleted": args.id, "backend": ctx.registry.backend},
+         f"deleted tenant {args.id}{' from PostgreSQL' if postgres else ''}")
 
 
 @command("index")
@@ -166,13 +147,14 @@ def search_command(ctx: Context, args: argparse.Namespace) -> None:
 
 @command("stats")
 def stats_command(ctx: Context, args: argparse.Namespace) -> None:
-    from store.pages import junk_summary, render_stats, stats
-
     tenant = ctx.registry.get(args.id)
-    result = stats(tenant.reader(), file_bytes=tenant.path.stat().st_size)
+    pages = tenant.store.pages
+    with tenant.reading() as conn:
+        result = pages.stats(conn, file_bytes=tenant.size_bytes())
+        render = pages.render_stats(conn)  # which pages needed a browser (crawl.render)
+        junk = pages.junk_summary(conn)
     data = msgspec.to_builtins(result)
-    data["render"] = render_stats(tenant.reader())  # which pages needed a browser (crawl.render)
-    junk = junk_summary(tenant.reader())
+    data["render"] = render
     lines = [f"{k}: {json.dumps(v)}" for k, v in data.items()]
     lines.append(f"junk: {junk.total} URLs kept out of the index {json.dumps(junk.by_reason)}")
     lines += [f"  {f.family}: {f.urls} ({f.reason}, {f.fetched} fetched) — {f.detail}" for f in junk.families]
@@ -218,6 +200,20 @@ def _database_url(ctx: Context) -> str:
     return ctx.settings.database_url.strip()
 
 
+def _files(ctx: Context) -> TenantRegistry:
+    """The SQLite tenant files: what the SQLite-only commands (backup, restore) work on."""
+    if isinstance(ctx.registry, TenantRegistry):
+        return ctx.registry
+    raise InvalidConfig("this command works on the SQLite tenant files; unset FRONTDESK_DATABASE_URL")
+
+
+def _pg_tenants(ctx: Context) -> PgTenants:
+    from store.pg.registry import PgTenantRegistry
+
+    assert isinstance(ctx.registry, PgTenantRegistry)  # FRONTDESK_DATABASE_URL is set
+    return ctx.registry.tenants
+
+
 @command("tenant export")
 def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
     """A tenant as one standalone SQLite tenant file, from whichever backend holds it."""
@@ -225,13 +221,11 @@ def tenant_export(ctx: Context, args: argparse.Namespace) -> None:
 
     url = _database_url(ctx)
     if url:
-        from store.pg.backend import postgres_tenants
         from store.pg.transfer import export_postgres
 
-        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
-            info = export_postgres(tenants, args.id, Path(args.file))
+        info = export_postgres(_pg_tenants(ctx), args.id, Path(args.file))
     else:
-        info = export_sqlite(ctx.registry, args.id, Path(args.file))
+        info = export_sqlite(_files(ctx), args.id, Path(args.file))
     emit(args, info, f"exported tenant {args.id} from {'PostgreSQL' if url else 'its SQLite file'} to "
                      f"{info.path}: {info.pages} pages, {info.chunks} chunks, {info.vectors} vectors")
 
@@ -243,13 +237,11 @@ def tenant_import(ctx: Context, args: argparse.Namespace) -> None:
 
     url = _database_url(ctx)
     if url:
-        from store.pg.backend import postgres_tenants
         from store.pg.transfer import import_postgres
 
-        with postgres_tenants(url, pool_size=ctx.settings.database_pool_size) as tenants:
-            info = import_postgres(tenants, args.id, Path(args.file))
+        info = import_postgres(_pg_tenants(ctx), args.id, Path(args.file))
     else:
-        info = import_sqlite(ctx.registry, args.id, Path(args.file))
+        info = import_sqlite(_files(ctx), args.id, Path(args.file))
     skipped = "".join(f"\nnot imported (a table this build does not know): {n} {table} rows"
                       for table, n in info.not_imported.items())
     emit(args, info, f"imported tenant {args.id} into {'PostgreSQL' if url else 'a SQLite file'}: "
@@ -263,7 +255,7 @@ def backup_command(ctx: Context, args: argparse.Namespace) -> None:
     from store.backup import backup
     from store.errors import TenantNotFound
 
-    source = ctx.registry.path(args.id)
+    source = _files(ctx).path(args.id)
     if not source.exists():
         raise TenantNotFound(f"tenant {args.id} does not exist")
     dest = Path(args.dest)
@@ -277,7 +269,7 @@ def backup_command(ctx: Context, args: argparse.Namespace) -> None:
 def restore_command(ctx: Context, args: argparse.Namespace) -> None:
     from store.backup import restore
 
-    info = restore(ctx.registry, args.id, Path(args.src), allow_other_model=args.allow_other_model)
+    info = restore(_files(ctx), args.id, Path(args.src), allow_other_model=args.allow_other_model)
     checked = info.verified
     emit(args, info, f"restored tenant {args.id} from {info.source}: {checked.pages} pages, {checked.chunks} "
                      f"chunks, model {checked.embedder_id}")
@@ -316,11 +308,11 @@ def eval_command(ctx: Context, args: argparse.Namespace) -> None:
         data = evaluate.load_beir(Path(args.beir), split=args.split)
         embedder = ctx.embedder(args.model)
         progress = Progress(f"eval {data.name}")
-        tenant, info = evaluate.index_beir(ctx.data_dir, data, embedder, rebuild=args.rebuild,
+        corpus, info = evaluate.index_beir(ctx.data_dir, data, embedder, rebuild=args.rebuild,
                                            on_progress=lambda done, total, what: progress.update(done, total, what))
         modes: list[Mode] = [args.mode] if args.mode else ["bm25", "dense", "hybrid"]
         vectors = None if modes == ["bm25"] else evaluate.embed_queries(data, embedder)
-        reports = [evaluate.run_beir(tenant, data, embedder, mode=mode, vectors=vectors, index=info,
+        reports = [evaluate.run_beir(corpus, data, embedder, mode=mode, vectors=vectors, index=info,
                                      on_progress=lambda done, total, what: progress.update(done, total, what))
                    for mode in modes]
         progress.finish()
@@ -567,7 +559,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The commands that work on the PostgreSQL backend (FRONTDESK_DATABASE_URL) in this build.
-POSTGRES_COMMANDS = frozenset({"tenant list", "tenant delete", "tenant export", "tenant import"})
+POSTGRES_COMMANDS = frozenset({"tenant create", "tenant list", "tenant delete", "tenant export", "tenant import",
+                               "index", "crawl", "search", "stats", "ask", "mcp", "serve"})
 
 
 def main(argv: list[str] | None = None) -> int:

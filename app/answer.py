@@ -55,25 +55,12 @@ from ingest.embed import Embedder
 from ingest.embed_stage import pending_embedder
 from ingest.injection import strip_injections
 from ingest.lang import detect_language, primary_subtag
-from store import conversations, curated
 from store.config import SiteConfig
 from store.conversations import CitationRow, Turn
+from store.curated import CuratedMatch
 from store.errors import EmptyQuestion, QuestionTooLong
-from store.manifests import site_actions
-from store.page_content import page_actions
-from store.pages import is_active_page, page_passages
-from store.search import (
-    TermCoverage,
-    chunk_count,
-    chunk_languages,
-    content_terms,
-    coverage_from_counts,
-    coverage_threshold,
-    document_counts,
-    is_repeated,
-    search,
-)
-from store.tenants import Tenant
+from store.search import TermCoverage, content_terms, coverage_from_counts, coverage_threshold
+from store.tenants import Connection, Tenant
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +111,7 @@ class Retrieval(msgspec.Struct, kw_only=True):
     """Why the site does not answer ('' when it does)."""
     best_similarity: float
     vector: bytes
-    curated: curated.CuratedMatch | None = None
+    curated: CuratedMatch | None = None
     coverage: TermCoverage | None = None
     history: list[tuple[str, str]] = msgspec.field(default_factory=list)
     carried: str = ""
@@ -234,35 +221,41 @@ class Answerer:
         config = tenant.config()
         settings = config.answer
         embedder = self.ctx.tenant_embedder(tenant)
-        conn = tenant.reader()
-        if history is None:
-            history = conversations.history(conn, conversation_id) if conversation_id else []
-        # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.
-        carried = carried_subject(question, history)
-        query = f"{carried} {question}" if carried else question
-        on_site = page_on_site(page, config)
-        page_url = page.url.split("#")[0] if on_site and page else ""
-        page_indexed = bool(page_url) and is_active_page(conn, page_url)
+        store = tenant.store
+        with tenant.reading() as conn:
+            if history is None:
+                history = store.conversations.history(conn, conversation_id) if conversation_id else []
+            # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.
+            carried = carried_subject(question, history)
+            query = f"{carried} {question}" if carried else question
+            on_site = page_on_site(page, config)
+            page_url = page.url.split("#")[0] if on_site and page else ""
+            page_indexed = bool(page_url) and store.pages.is_active_page(conn, page_url)
         page_text = page_context_text(page) if on_site and page and not page_indexed else ""
+        # The model runs outside a unit of work: a PostgreSQL connection is not held meanwhile.
         vectors = embedder.embed([query, page_text] if page_text else [query])
         vector = vectors[0]
 
-        match = curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
-        if match is not None:
-            return Retrieval(sources=[], confidence=1.0, best_similarity=match.similarity,
-                             vector=vector.tobytes(), curated=match, history=history, carried=carried,
-                             retrieval_ms=(time.perf_counter() - started) * 1000)
+        with tenant.reading() as conn:
+            match = store.curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
+            if match is not None:
+                return Retrieval(sources=[], confidence=1.0, best_similarity=match.similarity,
+                                 vector=vector.tobytes(), curated=match, history=history, carried=carried,
+                                 retrieval_ms=(time.perf_counter() - started) * 1000)
 
-        stats = self._stats(tenant)
-        multilingual = len(stats.langs) > 1
-        result = search(
-            conn, query, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
-            boost_url=page_url or None, boost=settings.page_boost,
-            prefer_lang=lang if multilingual else None, lang_boost=0.3 if multilingual else 0.0,
-            embed_pending=pending_embedder(embedder),  # passages a running crawl has not embedded yet
-        )
-        sources = group_hits(result.hits, settings.max_sources)
-        drop_boilerplate(sources, query, self._repeated_check(conn, tenant.id, stats))
+            stats = self._stats(tenant, conn)
+            multilingual = len(stats.langs) > 1
+            result = store.search.search(
+                conn, query, vector, k=max(settings.max_sources * 2, 8), mode="hybrid",
+                boost_url=page_url or None, boost=settings.page_boost,
+                prefer_lang=lang if multilingual else None, lang_boost=0.3 if multilingual else 0.0,
+                embed_pending=pending_embedder(embedder),  # passages a running crawl has not embedded yet
+            )
+            sources = group_hits(result.hits, settings.max_sources)
+            drop_boilerplate(sources, query, self._repeated_check(tenant, conn, stats))
+            counts = self._document_counts(tenant, conn, stats, query)
+            passages = {i: store.pages.page_passages(conn, s.url, vector=vector)
+                        for i, s in enumerate(sources[:WHOLE_PAGE_SOURCES]) if s.chunk_id is not None}
         if page_text and page and len(vectors) > 1:
             page_source = Source(n=0, title=page.title or page_url, url=page_url, text=page_text,
                                  kind="prose", similarity=float(vectors[1] @ vector))
@@ -273,13 +266,10 @@ class Answerer:
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
-        counts = self._document_counts(conn, tenant.id, stats, query)
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=page_text)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
         weights = term_weights(question, counts, stats.chunks, carried=carried)
-        passages = {i: page_passages(conn, s.url, vector=vector) for i, s in enumerate(sources[:WHOLE_PAGE_SOURCES])
-                    if s.chunk_id is not None}
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity
@@ -304,58 +294,60 @@ class Answerer:
         if refused:  # a refused answer reports a confidence below the tenant's threshold
             confidence = min(confidence, settings.min_confidence * 0.99)
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
+        with tenant.reading() as conn:
+            actions = self._actions(tenant, conn, sources, question)
         return Retrieval(sources=sources, confidence=confidence, answered=not refused, refused=refused,
                          best_similarity=best, vector=vector.tobytes(), coverage=coverage, history=history,
                          carried=carried, quotes=quotes,
                          support=selection.support, sentence_similarity=sentence_similarity or 0.0,
-                         signals=signals,
-                         actions=self._actions(conn, sources, question),
+                         signals=signals, actions=actions,
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 
-    def _repeated_check(self, conn, tenant_id: str, stats: TenantStats) -> Callable[[str], bool]:
+    def _repeated_check(self, tenant: Tenant, conn: Connection, stats: TenantStats) -> Callable[[str], bool]:
         """Whether a block is site boilerplate. Pages open with the same few blocks question after
         question: the verdicts are remembered (per content generation) rather than asked of FTS."""
         min_chunks = max(5, stats.chunks // 200)
 
         def repeated(block: str) -> bool:
-            key = (tenant_id, stats.generation, block[:300])
+            key = (tenant.identity, stats.generation, block[:300])
             verdict = self._repeated.get(key)
             if verdict is None:
                 if len(self._repeated) >= 4096:
                     self._repeated.clear()
-                verdict = self._repeated[key] = is_repeated(conn, block, min_chunks)
+                verdict = self._repeated[key] = tenant.store.search.is_repeated(conn, block, min_chunks)
             return verdict
 
         return repeated
 
-    def _document_counts(self, conn, tenant_id: str, stats: TenantStats, text: str) -> dict[str, int]:
+    def _document_counts(self, tenant: Tenant, conn: Connection, stats: TenantStats, text: str) -> dict[str, int]:
         """How many chunks use each of the question's words, remembered per content generation."""
+        tenant_id = tenant.identity
         terms = content_terms(text)
         missing = [t for t in terms if (tenant_id, stats.generation, t) not in self._term_counts]
         if missing:
             if len(self._term_counts) >= 8192:
                 self._term_counts.clear()
-            for term, count in document_counts(conn, missing).items():
+            for term, count in tenant.store.search.document_counts(conn, missing).items():
                 self._term_counts[(tenant_id, stats.generation, term)] = count
         return {t: self._term_counts.get((tenant_id, stats.generation, t), 0) for t in terms}
 
-    def _stats(self, tenant: Tenant) -> TenantStats:
+    def _stats(self, tenant: Tenant, conn: Connection) -> TenantStats:
         """A tenant's chunk count and languages, recounted only when its content changes."""
-        generation = tenant.generation()
-        cached = self._tenant_stats.get(tenant.id)
+        generation = tenant.generation(conn)
+        cached = self._tenant_stats.get(tenant.identity)
         if cached is None or cached.generation != generation:
-            conn = tenant.reader()
-            cached = self._tenant_stats[tenant.id] = TenantStats(
-                generation=generation, chunks=chunk_count(conn), langs=chunk_languages(conn))
+            search = tenant.store.search
+            cached = self._tenant_stats[tenant.identity] = TenantStats(
+                generation=generation, chunks=search.chunk_count(conn), langs=search.chunk_languages(conn))
         return cached
 
-    def _actions(self, conn, sources: list[Source], question: str) -> list[SuggestedAction]:
+    def _actions(self, tenant: Tenant, conn: Connection, sources: list[Source], question: str) -> list[SuggestedAction]:
         urls = [s.url for s in sources[:3]]
         if not urls:
             return []
-        rows = page_actions(conn, urls)
+        rows = tenant.store.page_content.page_actions(conn, urls)
         words = {w.lower() for w in re.findall(r"\w{4,}", question)}
-        manifest = site_actions(conn)
+        manifest = tenant.store.manifests.site_actions(conn)
         rows += [r for r in manifest if words & {w.lower() for w in re.findall(r"\w{4,}", f"{r[0]} {r[1]}")}]
         seen, actions = set(), []
         for name, label, selector, url in rows:
@@ -380,17 +372,18 @@ class Answerer:
                     if request.conversation_id and _CONVERSATION_ID.fullmatch(request.conversation_id) else None)
 
         def read_state():
-            conn = tenant.reader()
-            turns = history if history is not None else (
-                conversations.history(conn, known_id) if known_id else [])
-            stats = self._stats(tenant)
+            with tenant.reading() as conn:
+                turns = history if history is not None else (
+                    tenant.store.conversations.history(conn, known_id) if known_id else [])
+                stats = self._stats(tenant, conn)
+                config = tenant.config(conn)
             carried = carried_subject(question, turns)
             # Language identification is pure Python: here, off the event loop.
             lang = question_language(question, request.page, "", stats.langs,
                                      previous=question_language(carried, request.page, "", stats.langs) if carried else "")
-            return tenant.config(), turns, carried, lang
+            return config, turns, carried, lang, stats.generation
 
-        config, history, carried, lang = await anyio.to_thread.run_sync(read_state)
+        config, history, carried, lang, generation = await anyio.to_thread.run_sync(read_state)
         conversation_id = known_id or uuid.uuid4().hex
         message_id = uuid.uuid4().hex
         page_url = request.page.url if request.page and page_on_site(request.page, config) else ""
@@ -408,7 +401,6 @@ class Answerer:
             return TokenEvent(text=text)
 
         try:
-            generation = await anyio.to_thread.run_sync(tenant.generation)
             # A follow-up means what it continues: "and on Saturdays?" is a different question in
             # every conversation.
             cache_key = self.cache.key(tenant.id, f"{carried}\n{question}" if carried else question, page_url, lang)
@@ -543,7 +535,7 @@ class Answerer:
         def write() -> None:
             try:
                 with tenant.write() as conn:
-                    conversations.save_turn(conn, turn)
+                    tenant.store.conversations.save_turn(conn, turn)
             except Exception:
                 log.exception("could not persist message %s of tenant %s", turn.message_id, tenant.id)
 

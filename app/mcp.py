@@ -26,8 +26,8 @@ from app.events import (
 )
 from app.stack import answer_stack
 from store.errors import FrontdeskError, InvalidInput, InvalidQuery, NotFound, PayloadTooLarge
-from store.page_content import page_content
 from store.search import Filters
+from store.tenants import Connection, Tenant
 
 log = logging.getLogger("frontdesk.mcp")
 
@@ -161,8 +161,8 @@ def url_candidates(url: str, site: str) -> list[str]:
     return list(dict.fromkeys([absolute, toggled]))
 
 
-def read_page(conn: apsw.Connection, urls: list[str]) -> Page | None:
-    found = page_content(conn, urls)
+def read_page(tenant: Tenant, conn: Connection, urls: list[str]) -> Page | None:
+    found = tenant.store.page_content.page_content(conn, urls)
     return msgspec.convert(found, Page, from_attributes=True) if found is not None else None
 
 
@@ -194,7 +194,8 @@ class KnowledgeBase:
 
     async def get(self, args: GetArgs) -> Page:
         tenant = await anyio.to_thread.run_sync(self.ctx.tenant, self.tenant_id)
-        page = await tenant.read(lambda conn: read_page(conn, url_candidates(args.url, tenant.config(conn).site)))
+        page = await tenant.read(
+            lambda conn: read_page(tenant, conn, url_candidates(args.url, tenant.config(conn).site)))
         if page is None:
             raise NotFound(f"no page {args.url!r} in this knowledge base; kb.search finds page URLs")
         return page

@@ -13,6 +13,7 @@ from ingest.embed import MODELS
 from store import reindex as staging
 from store.errors import InvalidConfig
 from store.migrations import read_meta, set_meta
+from store.tenants import TenantFile
 
 
 class ReindexSummary(msgspec.Struct, kw_only=True):
@@ -38,6 +39,9 @@ def reindex(ctx: Context, tenant_id: str, *, model: str | None = None, batch: in
     """
     started = time.perf_counter()
     tenant = ctx.registry.get(tenant_id)  # not ctx.tenant(): a model mismatch is what this fixes
+    if not isinstance(tenant, TenantFile):
+        raise InvalidConfig("reindex runs on the SQLite backend only in this build; on PostgreSQL, export the "
+                            "tenant (`frontdesk tenant export`), reindex the file and import it again")
     config = tenant.config()
     model = model or config.model
     if model not in MODELS:

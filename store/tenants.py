@@ -30,10 +30,10 @@ import apsw
 import msgspec
 
 from store import migrations
-from store.modules import SQLITE, StoreModules
 from store.config import SiteConfig, decode_stored_config, encode_config
 from store.connect import check_is_sqlite, open_connection, storage_error
 from store.errors import InvalidTenantId, NotADatabase, StoreError, TenantExists, TenantNotFound
+from store.modules import SQLITE, StoreModules
 
 T = TypeVar("T")
 
@@ -205,7 +205,7 @@ class Tenant(abc.ABC):
     def size_bytes(self) -> int:
         """What the tenant takes on disk (its file; its schema's tables and indexes)."""
 
-    def checkpoint(self) -> None:
+    def checkpoint(self) -> None:  # noqa: B027 - nothing to do on most backends
         """Make the stored tenant complete on its own (SQLite folds its WAL in; else nothing)."""
 
     @abc.abstractmethod

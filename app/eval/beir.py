@@ -44,7 +44,7 @@ from store.search import (
     fuse,
     search,
 )
-from store.tenants import Tenant, TenantRegistry
+from store.tenants import TenantFile, TenantRegistry
 
 Progress = Callable[[int, int, str], None]
 
@@ -188,7 +188,7 @@ def _corpus_digest(data: BeirData, embedder: Embedder) -> str:
 
 
 def index_beir(data_dir: Path, data: BeirData, embedder: Embedder, *, rebuild: bool = False,
-               on_progress: Progress | None = None) -> tuple[Tenant, IndexInfo]:
+               on_progress: Progress | None = None) -> tuple[TenantFile, IndexInfo]:
     """The evaluation tenant of (dataset, model), built once and reused while the corpus, the
     chunker's output and the model weights stay the same (`DATA_DIR/eval-cache/`)."""
     registry = TenantRegistry(Path(data_dir) / "eval-cache")
@@ -289,7 +289,7 @@ class BeirReport(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The ranked document ids per query (a TREC run, for checking with other tools)."""
 
 
-def documents_by_chunk(tenant: Tenant) -> dict[int, list[str]]:
+def documents_by_chunk(tenant: TenantFile) -> dict[int, list[str]]:
     """chunk id → the documents containing it (identical text in two documents is one chunk)."""
     out: dict[int, list[str]] = {}
     for chunk_id, url in chunk_pages(tenant.reader()):
@@ -326,7 +326,7 @@ def rank_documents(conn: apsw.Connection, text: str, vector: np.ndarray | None, 
         k *= 2
 
 
-def run_beir(tenant: Tenant, data: BeirData, embedder: Embedder | None, *, mode: Mode = "hybrid",
+def run_beir(tenant: TenantFile, data: BeirData, embedder: Embedder | None, *, mode: Mode = "hybrid",
              params: FusionParams = DEFAULT_FUSION, vectors: QueryVectors | None = None,
              index: IndexInfo | None = None, depth: int = 100, keep_per_query: bool = False,
              measure_latency: bool = True, on_progress: Progress | None = None) -> BeirReport:

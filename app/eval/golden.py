@@ -20,7 +20,7 @@ from app.eval.metrics import ndcg_at_k, percentiles, unique
 from app.providers import Provider, provider_from_settings
 from ingest.embed import Embedder
 from store.errors import InvalidInput
-from store.search import DEFAULT_FUSION, FusionParams, Mode, chunk_languages, search
+from store.search import DEFAULT_FUSION, FusionParams, Mode
 from store.tenants import Tenant
 
 Progress = Callable[[int, int, str], None]
@@ -135,7 +135,8 @@ def _contains_all(answer: str, needles: Sequence[str]) -> bool:
 
 
 def tenant_languages(tenant: Tenant) -> set[str]:
-    return chunk_languages(tenant.reader())
+    with tenant.reading() as conn:
+        return set(tenant.store.search.chunk_languages(conn))
 
 
 #: The language preference `Answerer.retrieve` applies on multilingual tenants.
@@ -149,8 +150,10 @@ def rank_pages(tenant: Tenant, embedder: Embedder | None, question: str, lang: s
     preference as `Answerer.retrieve`, chunks grouped by page (a page ranks by its best chunk).
     30 chunks give at least 10 distinct pages on the sites measured."""
     vector = embedder.embed_query(question) if mode != "bm25" and embedder is not None else None
-    hits = search(tenant.reader(), question, vector, k=k_chunks, mode=mode, params=params,
-                  prefer_lang=lang if multilingual else None, lang_boost=lang_boost if multilingual else 0.0).hits
+    with tenant.reading() as conn:
+        hits = tenant.store.search.search(
+            conn, question, vector, k=k_chunks, mode=mode, params=params,
+            prefer_lang=lang if multilingual else None, lang_boost=lang_boost if multilingual else 0.0).hits
     return unique(normalise_url(hit.url) for hit in hits)
 
 

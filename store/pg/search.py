@@ -28,12 +28,15 @@ from psycopg import sql
 from store.errors import InvalidQuery
 from store.pg.connect import PgConnection
 from store.pg.nul import strip_nul
+from store.pg.pending import pending_rows
 from store.pg.textsearch import query_words
 from store.pg.vectors import query_to_pg
 from store.search import (
     DEFAULT_FUSION,
     MAX_QUERY_CHARS,
     MODES,
+    PENDING_CANDIDATES,
+    EmbedPending,
     Filters,
     FusionParams,
     Hit,
@@ -159,9 +162,13 @@ def search(
     prefer_lang: str | None = None,
     lang_boost: float = 0.0,
     trace: bool = False,
+    time_limit_s: float = 2.0,
+    embed_pending: EmbedPending | None = None,
 ) -> SearchResult:
     """Search one tenant (a connection from PgTenants.read). Arguments and result as
-    store.search.search; the statement time limit is the transaction's (store/pg/connect.py)."""
+    store.search.search: `time_limit_s` bounds the search's statements (then BackendUnavailable),
+    and with `embed_pending` the best BM25 candidates a running crawl has not embedded yet are
+    embedded now and ranked on the dense side too."""
     if mode not in MODES:
         raise InvalidQuery(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if k < 1 or k > 1000:
@@ -194,21 +201,28 @@ def search(
     with conn.pipeline():
         # HNSW returns at most ef_search rows: ask for the candidate depth; with filters, keep
         # scanning the graph until enough rows pass them (pgvector 0.8 iterative scans).
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true)",
-                     (str(max(40, limit)), "relaxed_order" if where.as_string(conn) else "off"))
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
+                     "set_config('statement_timeout', %s, true)",
+                     (str(max(40, limit)), "relaxed_order" if where.as_string(conn) else "off",
+                      str(max(1, int(time_limit_s * 1000)))))
         rows = conn.execute(query, args).fetchall()
     fetched_ms = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
 
-    dense = sorted(((int(r[0]), float(r[1])) for r in rows if r[1] is not None),
-                   key=lambda item: (item[1], item[0]))
+    dense = [(int(r[0]), float(r[1])) for r in rows if r[1] is not None]
     ranked_lexical = sorted(((int(r[0]), float(r[2])) for r in rows if r[2] is not None),
                             key=lambda item: (-item[1], item[0]))
     # Reported as SQLite reports bm25: lower is better.
     lexical = [(cid, -rank) for cid, rank in ranked_lexical]
     similarities = {int(r[0]): float(r[3]) for r in rows if r[3] is not None}
-    on_page = [int(r[0]) for r in rows if r[4]]
     details = {int(r[0]): r[5:] for r in rows}
+    if embed_pending is not None and mode == "hybrid" and vector is not None:
+        waiting = [cid for cid, _ in ranked_lexical[:PENDING_CANDIDATES] if not details[cid][6]]
+        for cid, measured in _measure(pending_rows(conn, waiting), vector, embed_pending).items():
+            dense.append((cid, 1.0 - measured))  # as the dense side's cosine distance
+            similarities[cid] = measured
+    dense.sort(key=lambda item: (item[1], item[0]))
+    on_page = [int(r[0]) for r in rows if r[4]]
 
     fused = fuse(dense, lexical, params, mode)
     if boosting and on_page and fused:
@@ -239,6 +253,15 @@ def search(
         result_trace = Trace(mode=mode, fts_query=" | ".join(words), dense=dense, bm25=lexical,
                              fused=ranked[: max(k, 20)], timings_ms=timings)
     return SearchResult(hits=hits, trace=result_trace)
+
+
+def _measure(chunks, vector: np.ndarray, embed_pending: EmbedPending) -> dict[int, float]:
+    """Chunk id → cosine similarity to the query, from vectors made now (store/search.py)."""
+    if not chunks:
+        return {}
+    vectors = np.asarray(embed_pending(chunks), dtype=np.float32)
+    query = np.asarray(vector, dtype=np.float32)
+    return {chunk.id: float(v @ query) for chunk, v in zip(chunks, vectors, strict=True)}
 
 
 def _boost_page(fused: dict[int, float], on_page: list[int], similarities: dict[int, float], boost: float,
