@@ -22,7 +22,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from app import console, webhooks
 from app.context import Context
 from app.errors import EXCEPTION_HANDLERS
-from app.jobs import CrawlFiles, SharedScheduler
+from app.jobs import CrawlFiles, CrawlLeaseBoard, SharedScheduler
 from app.leader import SchedulerLeadership
 from app.metrics import Metrics
 from app.ratelimit import RateLimits
@@ -113,7 +113,8 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state.scheduler = scheduler = SharedScheduler(state.ctx.registry, state.ctx.tenant_embedder,
                                                       metrics=state.metrics, on_change=content_changed,
                                                       periodic=False, on_finish=state.webhooks.crawl_ended,
-                                                      files=CrawlFiles(data_dir))
+                                                      files=crawl_board(state.ctx))
+        scheduler.tick_seconds = settings.scheduler_tick_seconds
 
         async def lead() -> None:
             scheduler.periodic = True
@@ -150,6 +151,17 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state=State({"settings": settings}),
         debug=False,
     )
+
+
+def crawl_board(ctx: Context) -> CrawlFiles | CrawlLeaseBoard:
+    """One crawl per tenant: among this machine's workers by flocks in DATA_DIR, or, on
+    PostgreSQL, among every node on the database by crawl leases (app/jobs.py)."""
+    pool = getattr(ctx.registry, "pool", None)
+    if pool is None:
+        return CrawlFiles(Path(ctx.settings.data_dir))
+    from store.pg.leases import CrawlLeases
+
+    return CrawlLeaseBoard(CrawlLeases(pool), ttl_s=ctx.settings.crawl_lease_seconds)
 
 
 def app_from_env() -> Litestar:

@@ -83,7 +83,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """New knowledge gaps are collected and sent as one gap.new event at most this often."""
     database_url: str = ""
     """PostgreSQL + pgvector backend (postgresql://user:password@host:5432/db); empty = the SQLite
-    files under DATA_DIR. In progress (issue 17): only `tenant export` and `tenant import` use it yet."""
+    files under DATA_DIR. Several `frontdesk serve` nodes may share one database (README,
+    "PostgreSQL backend"); backup, restore, reindex, eval and quickstart work on the files only."""
+    crawl_lease_seconds: float = 30.0
+    """PostgreSQL backend: how long a node's claim on a tenant's crawl lasts unless renewed (it
+    renews every second while crawling); a node that dies frees the crawl after this."""
+    scheduler_tick_seconds: float = 60.0
+    """How often the periodic scheduler looks for due crawls (and for crawls a dead process left)."""
     database_pool_size: int = 8
     """Most PostgreSQL connections one frontdesk process opens (its connection pool's size); a tenant's
     unit of work holds one until it commits. A CLI command needs one; a server, about its concurrent requests."""
@@ -103,6 +109,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             raise InvalidConfig(f"bad FRONTDESK_* setting: {exc}") from None
         if settings.database_pool_size < 1:
             raise InvalidConfig("bad FRONTDESK_* setting: FRONTDESK_DATABASE_POOL_SIZE must be at least 1")
+        for name in ("crawl_lease_seconds", "scheduler_tick_seconds"):
+            if not getattr(settings, name) > 0:
+                raise InvalidConfig(f"bad FRONTDESK_* setting: FRONTDESK_{name.upper()} must be more than 0")
         return settings
 
     @property

@@ -537,8 +537,8 @@ def test_a_database_that_is_not_there_is_one_clear_error():
         open_pool("not a url", timeout=1)
 
 
-@pytest.mark.parametrize("command", [["serve"], ["crawl", "acme"], ["ask", "acme", "hours?"],
-                                     ["tenant", "create", "acme", "--site", "https://acme.test/"]])
+@pytest.mark.parametrize("command", [["backup", "acme", "out.db"], ["restore", "acme", "in.db"],
+                                     ["reindex", "acme"], ["quickstart"]])
 def test_a_command_that_runs_on_sqlite_only_refuses_while_a_database_is_configured(tmp_path, monkeypatch, capsys,
                                                                                    command):
     """With FRONTDESK_DATABASE_URL set, a command that would quietly read or write the SQLite files
@@ -547,6 +547,19 @@ def test_a_command_that_runs_on_sqlite_only_refuses_while_a_database_is_configur
     assert cli(["--data-dir", str(tmp_path / "data"), *command]) != 0
     err = capsys.readouterr().err
     assert "does not run on PostgreSQL in this build" in err and "`tenant export`" in err
+    assert "Traceback" not in err and "secret" not in err
+    assert not (tmp_path / "data" / "tenants").exists()
+
+
+@pytest.mark.parametrize("command", [["crawl", "acme"], ["ask", "acme", "hours?"],
+                                     ["tenant", "create", "acme", "--site", "https://acme.test/"]])
+def test_a_command_on_a_database_that_is_down_says_so(tmp_path, monkeypatch, capsys, command):
+    """The commands that run on PostgreSQL, with the database unreachable: one clear line, no
+    traceback, no password, and nothing written to the SQLite files instead."""
+    monkeypatch.setenv("FRONTDESK_DATABASE_URL", "postgresql://someone:secret@127.0.0.1:9/frontdesk")
+    assert cli(["--data-dir", str(tmp_path / "data"), *command]) == 1
+    err = capsys.readouterr().err
+    assert "cannot connect to PostgreSQL at 127.0.0.1:9/frontdesk" in err
     assert "Traceback" not in err and "secret" not in err
     assert not (tmp_path / "data" / "tenants").exists()
 

@@ -43,6 +43,7 @@ def forget(conn: PgConnection, tenant_id: str) -> None:
     exists = conn.execute("SELECT to_regclass('frontdesk.crawl_leases') IS NOT NULL").fetchone()
     if exists is not None and exists[0]:
         conn.execute("DELETE FROM frontdesk.crawl_leases WHERE tenant_id = %s", (tenant_id,))
+        conn.execute("DELETE FROM frontdesk.crawl_jobs WHERE tenant_id = %s", (tenant_id,))
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True):
@@ -80,6 +81,13 @@ _SCHEMA = """
         expires_at timestamptz NOT NULL
     );
     REVOKE ALL ON frontdesk.crawl_leases FROM PUBLIC;
+    CREATE TABLE IF NOT EXISTS frontdesk.crawl_jobs (
+        tenant_id text PRIMARY KEY,
+        state text NOT NULL,
+        cancel boolean NOT NULL DEFAULT false,
+        updated_at timestamptz NOT NULL
+    );
+    REVOKE ALL ON frontdesk.crawl_jobs FROM PUBLIC;
 """
 
 _TIMES = "extract(epoch FROM claimed_at)::float8, extract(epoch FROM expires_at)::float8"
@@ -163,3 +171,31 @@ class CrawlLeases:
         if row is None:
             return None
         return Holder(tenant_id=tenant_id, node=row[0], claimed_at=row[1], expires_at=row[2])
+
+    # A tenant's last crawl job as every node sees it (app/jobs.py): its state (JobInfo as JSON,
+    # written by the node running it as the crawl goes on) and a cancel request from any node.
+
+    def write_state(self, tenant_id: str, state: str) -> None:
+        with admin(self.pool) as conn:
+            conn.execute(
+                "INSERT INTO frontdesk.crawl_jobs (tenant_id, state, updated_at) VALUES (%s, %s, clock_timestamp()) "
+                "ON CONFLICT (tenant_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
+                (validate_tenant_id(tenant_id), state))
+
+    def read_state(self, tenant_id: str) -> str | None:
+        with admin(self.pool) as conn:
+            row = conn.execute("SELECT state FROM frontdesk.crawl_jobs WHERE tenant_id = %s",
+                               (validate_tenant_id(tenant_id),)).fetchone()
+        return None if row is None else str(row[0])
+
+    def request_cancel(self, tenant_id: str) -> None:
+        with admin(self.pool) as conn:
+            conn.execute("UPDATE frontdesk.crawl_jobs SET cancel = true WHERE tenant_id = %s",
+                         (validate_tenant_id(tenant_id),))
+
+    def take_cancel(self, tenant_id: str) -> bool:
+        """Whether a cancel was requested since the last look (and clear it)."""
+        with admin(self.pool) as conn:
+            row = conn.execute("UPDATE frontdesk.crawl_jobs SET cancel = false WHERE tenant_id = %s AND cancel "
+                               "RETURNING 1", (validate_tenant_id(tenant_id),)).fetchone()
+        return row is not None
