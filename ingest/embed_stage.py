@@ -23,7 +23,7 @@ import numpy as np
 from ingest.chunk import embedding_text
 from ingest.embed import Embedder
 from store.pages import vector_bytes
-from store.pending import PendingChunk, pending_chunks, pending_count, store_vectors
+from store.pending import PendingChunk
 from store.tenants import Tenant
 
 #: Chunks embedded per write transaction: large enough to keep the model's batches full, small
@@ -48,7 +48,7 @@ _locks_guard = threading.Lock()
 
 def _tenant_lock(tenant: Tenant) -> threading.Lock:
     with _locks_guard:
-        return _locks.setdefault(str(tenant.path), threading.Lock())
+        return _locks.setdefault(tenant.identity, threading.Lock())
 
 
 def chunk_embedding_text(chunk: PendingChunk) -> str:
@@ -72,20 +72,22 @@ class EmbedStage:
         """Embed up to one batch of pending chunks and write their vectors in one transaction.
         Returns how many pending chunks it took (0: none was pending)."""
         with _tenant_lock(self.tenant):
-            chunks = pending_chunks(self.tenant.reader(), self.batch)
+            with self.tenant.reading() as conn:  # given back before the model runs
+                chunks: list[PendingChunk] = self.tenant.store.pending.pending_chunks(conn, self.batch)
             if not chunks:
                 return 0
             vectors = self.embedder.embed([chunk_embedding_text(c) for c in chunks])
+            rows = [(c.id, c.hash, vector_bytes(v)) for c, v in zip(chunks, vectors, strict=True)]
             with self.tenant.write() as conn:
-                stored = store_vectors(conn, [(c.id, c.hash, vector_bytes(v))
-                                              for c, v in zip(chunks, vectors, strict=True)])
+                stored: int = self.tenant.store.pending.store_vectors(conn, rows)
                 if stored:  # the dense side changed: caches keyed by the generation go stale
                     self.tenant.bump_generation(conn)
             self.embedded += stored
             return len(chunks)
 
     def pending(self) -> int:
-        return pending_count(self.tenant.reader())
+        with self.tenant.reading() as conn:
+            return int(self.tenant.store.pending.pending_count(conn))
 
     def drain(self, stop: threading.Event | None = None, on_batch: Callable[[], None] | None = None) -> int:
         """Step until nothing is pending (or `stop` is set); returns the vectors written."""

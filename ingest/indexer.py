@@ -19,20 +19,7 @@ from ingest.embed import Embedder
 from ingest.embed_stage import EmbedStage
 from ingest.lang import detect_language
 from store.config import CleanSettings
-from store.contacts import learn_site_contacts, site_contacts
-from store.pages import (
-    ChunkRow,
-    PageWrite,
-    WriteStats,
-    mark_fetched,
-    missing_hashes,
-    replace_html,
-    tombstone_page,
-    unscrubbed_html,
-    vector_bytes,
-    write_page,
-)
-from store.pending import pending_count
+from store.pages import ChunkRow, PageWrite, WriteStats, vector_bytes
 from store.tenants import Tenant
 
 
@@ -101,8 +88,9 @@ class PageIndexer:
         self.contacts_learned = 0
         """The site's own contact points this indexer learned (clean.allow_site_contacts)."""
         if self.clean.allow_site_contacts:
-            self.clean = msgspec.structs.replace(
-                self.clean, allow=[*self.clean.allow, *site_contacts(tenant.reader())])
+            with tenant.reading() as conn:
+                known = tenant.store.contacts.site_contacts(conn)
+            self.clean = msgspec.structs.replace(self.clean, allow=[*self.clean.allow, *known])
 
     def prepare(self, doc: Document, *, lang: str | None = None) -> tuple[Document, list[Chunk]]:
         """The cleaned document and its chunks. The language is read from the text unless the
@@ -131,11 +119,14 @@ class PageIndexer:
         url = doc.canonical_url or doc.url
         if previous_hash is not None and previous_hash == document_hash(doc):
             with self.tenant.write() as conn:
-                mark_fetched(conn, url, etag=etag, last_modified=last_modified, sitemap_lastmod=sitemap_lastmod)
+                self.tenant.store.pages.mark_fetched(conn, url, etag=etag, last_modified=last_modified,
+                                                     sitemap_lastmod=sitemap_lastmod)
             return WriteStats(page_id=0, changed=False, chunks_added=0, chunks_deleted=0)
         vectors: dict[str, bytes] = {}
         if not self.defer_vectors:
-            vectors = self._embed(doc, chunks, missing_hashes(self.tenant.reader(), (c.hash for c in chunks)))
+            with self.tenant.reading() as conn:
+                missing = self.tenant.store.pages.missing_hashes(conn, (c.hash for c in chunks))
+            vectors = self._embed(doc, chunks, missing)
         if html is not None:  # the raw cache holds no more than the index: scrubbed the same way
             html, encoding = scrub_html(html, encoding, self.clean)
         page = PageWrite(
@@ -160,7 +151,7 @@ class PageIndexer:
             flags=[msgspec.to_builtins(f) for f in doc.flags],
         )
         stats = self._write(page)
-        if not self.defer_vectors and (stats.chunks_pending or pending_count(self.tenant.reader())):
+        if not self.defer_vectors and (stats.chunks_pending or self._pending_count()):
             # A chunk seen as stored was deleted by another page's write meanwhile (written
             # pending), or one this page shares waits for a crawl's stage: embed them now.
             EmbedStage(self.tenant, self.embedder).drain()
@@ -175,7 +166,7 @@ class PageIndexer:
         if not points:
             return
         with self.tenant.write() as conn:
-            new = learn_site_contacts(conn, points, doc.canonical_url or doc.url)
+            new = self.tenant.store.contacts.learn_site_contacts(conn, points, doc.canonical_url or doc.url)
         self.clean = msgspec.structs.replace(self.clean, allow=[*self.clean.allow, *new])
         self.contacts_learned += len(new)
 
@@ -184,12 +175,20 @@ class PageIndexer:
         A crawl job does this first, so an upgraded file is cleaned by its next crawl (or by
         `frontdesk crawl ID --reparse`) without fetching anything."""
         done = 0
-        while rows := unscrubbed_html(self.tenant.reader(), batch):
+        while rows := self._unscrubbed(batch):
             scrubbed = [(page_id, *scrub_html(html, encoding, self.clean)) for page_id, html, encoding in rows]
             with self.tenant.write() as conn:
-                replace_html(conn, scrubbed)
+                self.tenant.store.pages.replace_html(conn, scrubbed)
             done += len(rows)
         return done
+
+    def _unscrubbed(self, batch: int) -> list[tuple[int, bytes, str | None]]:
+        with self.tenant.reading() as conn:
+            return self.tenant.store.pages.unscrubbed_html(conn, batch)
+
+    def _pending_count(self) -> int:
+        with self.tenant.reading() as conn:
+            return self.tenant.store.pending.pending_count(conn)
 
     def _embed(self, doc: Document, chunks: list[Chunk], hashes: set[str]) -> dict[str, bytes]:
         fresh = list({c.hash: c for c in chunks if c.hash in hashes}.values())
@@ -198,13 +197,13 @@ class PageIndexer:
 
     def _write(self, page: PageWrite) -> WriteStats:
         with self.tenant.write() as conn:
-            stats = write_page(conn, page)
+            stats = self.tenant.store.pages.write_page(conn, page)
             if stats.changed:
                 self.tenant.bump_generation(conn)
         return stats
 
     def remove(self, url: str, reason: str, http_status: int | None = None) -> int:
         with self.tenant.write() as conn:
-            deleted = tombstone_page(conn, url, reason, http_status)
+            deleted = self.tenant.store.pages.tombstone_page(conn, url, reason, http_status)
             self.tenant.bump_generation(conn)
         return deleted

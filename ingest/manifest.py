@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterable
 from urllib.parse import urljoin
 
-import anyio
 import msgspec
 
 from ingest.actions import MANIFEST_PATH, MAX_MANIFEST_BYTES, parse_actions_manifest
@@ -22,14 +21,8 @@ from ingest.crawl.fetch import Fetcher
 from ingest.crawl.urls import normalize_url
 from store.config import CleanSettings
 from store.errors import FetchError
-from store.manifests import (
-    ManifestState,
-    manifest_states,
-    remove_manifest,
-    touch_manifest,
-    write_manifest,
-)
-from store.tenants import Tenant
+from store.manifests import ManifestState
+from store.tenants import Connection, Tenant
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +60,7 @@ async def refresh_manifests(tenant: Tenant, fetcher: Fetcher, settings: CleanSet
                             hints: Iterable[str], *, full: bool = False) -> ManifestSummary:
     """Fetch each manifest conditionally and store what changed. Never raises for a bad manifest."""
     summary = ManifestSummary()
-    states = await anyio.to_thread.run_sync(lambda: manifest_states(tenant.reader()))
+    states: dict[str, ManifestState] = await tenant.read(tenant.store.manifests.manifest_states)
     known = [url for url, state in states.items() if state.status != "gone"]
     for url in manifest_urls(site, hints, known, fetcher):
         state = states.get(url)
@@ -76,13 +69,19 @@ async def refresh_manifests(tenant: Tenant, fetcher: Fetcher, settings: CleanSet
         except FetchError as exc:
             summary.failed += 1  # an error says nothing about what the site offers: keep what we have
             log.info("manifest %s not fetched: %s", url, exc.reason)
-    summary.actions = await anyio.to_thread.run_sync(lambda: sum(
-        s.actions for s in manifest_states(tenant.reader()).values() if s.status == "active"))
+    summary.actions = await tenant.read(lambda conn: _active_actions(tenant, conn))
     return summary
+
+
+def _active_actions(tenant: Tenant, conn: Connection) -> int:
+    """Site-wide actions in the tenant's active manifests."""
+    states: dict[str, ManifestState] = tenant.store.manifests.manifest_states(conn)
+    return sum(s.actions for s in states.values() if s.status == "active")
 
 
 async def _refresh_one(tenant: Tenant, fetcher: Fetcher, settings: CleanSettings, url: str,
                        state: ManifestState | None, full: bool, summary: ManifestSummary) -> None:
+    manifests = tenant.store.manifests
     conditional = state is not None and state.status != "gone" and not full
     result = await fetcher.get(url, accept=MANIFEST_ACCEPT, max_bytes=MAX_MANIFEST_BYTES,
                                etag=state.etag if conditional and state else None,
@@ -90,12 +89,12 @@ async def _refresh_one(tenant: Tenant, fetcher: Fetcher, settings: CleanSettings
     etag, last_modified = result.headers.get("etag"), result.headers.get("last-modified")
     if result.status == 304:
         summary.not_modified += 1
-        await tenant.write(lambda conn: touch_manifest(conn, url, etag=etag, last_modified=last_modified))
+        await tenant.write(lambda conn: manifests.touch_manifest(conn, url, etag=etag, last_modified=last_modified))
         return
     if result.status in (404, 410):
         if state is not None and state.status != "gone":
-            def gone(conn) -> None:
-                remove_manifest(conn, url)
+            def gone(conn: Connection) -> None:
+                manifests.remove_manifest(conn, url)
                 tenant.bump_generation(conn)
 
             await tenant.write(gone)
@@ -108,12 +107,13 @@ async def _refresh_one(tenant: Tenant, fetcher: Fetcher, settings: CleanSettings
     content_hash = hashlib.blake2b(msgspec.json.encode([valid, rows]), digest_size=16).hexdigest()
     if state is not None and state.status != "gone" and state.content_hash == content_hash:
         summary.unchanged += 1
-        await tenant.write(lambda conn: touch_manifest(conn, url, etag=etag, last_modified=last_modified))
+        await tenant.write(lambda conn: manifests.touch_manifest(conn, url, etag=etag, last_modified=last_modified))
         return
 
-    def store(conn) -> None:
-        write_manifest(conn, url, rows, etag=etag, last_modified=last_modified, content_hash=content_hash,
-                       status="active" if valid else "invalid", flags=[msgspec.to_builtins(f) for f in flags])
+    def store(conn: Connection) -> None:
+        manifests.write_manifest(conn, url, rows, etag=etag, last_modified=last_modified,
+                                 content_hash=content_hash, status="active" if valid else "invalid",
+                                 flags=[msgspec.to_builtins(f) for f in flags])
         tenant.bump_generation(conn)
 
     await tenant.write(store)

@@ -42,12 +42,9 @@ from ingest.extract import extract
 from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
-from store import crawls
 from store.config import SiteConfig
-from store.contacts import pages_with_placeholders
 from store.errors import FetchError, FrontdeskError, StoreError
-from store.pages import PageState, junk_families, mark_fetched, page_html, page_states, record_junk
-from store.pending import pending_count
+from store.pages import PageState
 from store.tenants import Tenant
 
 log = logging.getLogger(__name__)
@@ -213,12 +210,12 @@ class _Job:
 
 def _start_run(tenant: Tenant, kind: str) -> int:
     with tenant.write() as conn:
-        return crawls.start_run(conn, kind)
+        return int(tenant.store.crawls.start_run(conn, kind))
 
 
 def _finish_run(tenant: Tenant, run_id: int, summary: CrawlSummary, errors: list[tuple[str, str, str]]) -> None:
     with tenant.write() as conn:
-        crawls.finish_run(conn, run_id, summary.status, msgspec.json.encode(summary).decode(), errors)
+        tenant.store.crawls.finish_run(conn, run_id, summary.status, msgspec.json.encode(summary).decode(), errors)
 
 
 def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
@@ -229,12 +226,12 @@ def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
         return
     indexed = [url for url, state in job.states.items() if state.status == "active"]
     with job.tenant.write() as conn:
-        record_junk(conn, run_id, records, indexed, replace=complete)
+        job.tenant.store.pages.record_junk(conn, run_id, records, indexed, replace=complete)
 
 
 def _store_sitemap(tenant: Tenant, sitemap: dict[str, str | None]) -> None:
     with tenant.write() as conn:
-        crawls.replace_sitemap(conn, sitemap)
+        tenant.store.crawls.replace_sitemap(conn, sitemap)
 
 
 async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, depth: int,
@@ -331,8 +328,8 @@ def _identity(canonical: str, fetched: str, fetcher: Fetcher) -> str:
 
 def _mark(job: _Job, url: str, headers: dict[str, str], lastmod: str | None) -> None:
     with job.tenant.write() as conn:
-        mark_fetched(conn, url, etag=headers.get("etag"), last_modified=headers.get("last-modified"),
-                     sitemap_lastmod=lastmod)
+        job.tenant.store.pages.mark_fetched(conn, url, etag=headers.get("etag"),
+                                            last_modified=headers.get("last-modified"), sitemap_lastmod=lastmod)
 
 
 async def _discover(job: _Job, fetcher: Fetcher, frontier: Frontier, options: CrawlOptions) -> bool:
@@ -384,13 +381,13 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     run_id = await anyio.to_thread.run_sync(_start_run, tenant, kind)
     trace = {"trace_id": job_id, "tenant": tenant.id, "kind": kind}
     log.info("crawl started", extra=trace)
-    job.states = await anyio.to_thread.run_sync(lambda: page_states(tenant.reader()))
+    job.states = await tenant.read(tenant.store.pages.page_states)
     # A file from before the raw cache was scrubbed is cleaned by its first crawl (README, "Operations").
     await anyio.to_thread.run_sync(job.indexer.scrub_raw_cache)
     job.junk = JunkDetector(enabled=config.crawl.junk_detection,
                             exempt=[url for url, state in job.states.items() if state.status == "active"])
     if kind == "delta":  # a full crawl judges every family afresh
-        job.junk.presume(await anyio.to_thread.run_sync(lambda: junk_families(tenant.reader())))
+        job.junk.presume(await tenant.read(tenant.store.pages.junk_families))
     # The embedding stage starts with the job: chunks a killed or cancelled job left pending are
     # embedded first, then each page's new chunks as fetching writes them.
     job.stage = EmbedStage(tenant, embedder)
@@ -429,8 +426,8 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         # otherwise be logged at exit as a task exception never retrieved, with a traceback.
         await asyncio.gather(stage, return_exceptions=True)
         job.summary.chunks_embedded = job.stage.embedded
-        job.summary.chunks_pending = job.progress.chunks_pending = await anyio.to_thread.run_sync(
-            lambda: pending_count(tenant.reader()))
+        job.summary.chunks_pending = job.progress.chunks_pending = await tenant.read(
+            tenant.store.pending.pending_count)
         job.summary.skipped = dict(job.skipped)
         job.summary.render = job.render.summary() if job.render is not None else {}
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
@@ -511,7 +508,7 @@ async def _index_again_with_site_contacts(job: _Job, fetcher: Fetcher, frontier:
                                           options: CrawlOptions) -> None:
     """Pages indexed before this job learned the site's own contact points (clean.allow_site_contacts)
     had them scrubbed, in the raw cache too: fetch those pages once more (counted again)."""
-    urls = await anyio.to_thread.run_sync(lambda: pages_with_placeholders(job.tenant.reader()))
+    urls = await job.tenant.read(job.tenant.store.contacts.pages_with_placeholders)
     again = msgspec.structs.replace(options, full=True, urls=urls)
     for url in urls:
         if job.cancel.is_set():
@@ -528,7 +525,7 @@ async def _reparse(job: _Job) -> None:
         if job.cancel.is_set():
             break
         job.summary.pages_found += 1
-        cached = await job.tenant.read(partial(page_html, page_id=state.id))
+        cached = await job.tenant.read(partial(job.tenant.store.pages.page_html, page_id=state.id))
         if cached is None:
             job.fail(state.url, "no_cached_html")
             continue

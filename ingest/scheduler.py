@@ -16,9 +16,8 @@ import msgspec
 
 from ingest.embed import Embedder
 from ingest.pipeline import CrawlOptions, CrawlProgress, CrawlSummary, crawl
-from store.analytics import last_done
 from store.errors import FrontdeskError, JobRunning
-from store.tenants import Tenant, TenantRegistry
+from store.tenants import Registry, Tenant
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ class _Job:
 
 
 class Scheduler:
-    def __init__(self, registry: TenantRegistry, embedder_for: Callable[[Tenant], Embedder], *,
+    def __init__(self, registry: Registry, embedder_for: Callable[[Tenant], Embedder], *,
                  metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True,
                  on_finish: Callable[[JobInfo], object] | None = None,
                  claim: Callable[[JobInfo], Callable[[], None]] | None = None) -> None:
@@ -189,7 +188,8 @@ class Scheduler:
     def due(self, tenant: Tenant, now: float) -> CrawlOptions | None:
         """The job a tenant needs now by its schedule, if any."""
         settings = tenant.config().crawl
-        last = last_done(tenant.reader())
+        with tenant.reading() as conn:
+            last: dict[str, float] = tenant.store.analytics.last_done(conn)
         last_full = last.get("full", 0.0)
         last_any = max([last_full, last.get("delta", 0.0)])
         if settings.full_every_days and now - last_full >= settings.full_every_days * 86400:

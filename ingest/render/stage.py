@@ -25,7 +25,7 @@ from ingest.extract import extract
 from ingest.render.shell import ShellVerdict, detect_shell
 from store.config import SiteConfig
 from store.errors import FetchError
-from store.pages import RenderDecision, record_render_decisions
+from store.pages import RenderDecision
 from store.tenants import Tenant
 
 if TYPE_CHECKING:
@@ -190,4 +190,4 @@ class RenderStage:
 
     def _write(self, batch: list[RenderDecision]) -> None:
         with self.tenant.write() as conn:
-            record_render_decisions(conn, batch)
+            self.tenant.store.pages.record_render_decisions(conn, batch)
