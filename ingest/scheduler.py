@@ -67,6 +67,8 @@ class Scheduler:
         self.claim = claim
         """`claim(info)` before a job starts: returns what releases the claim when it ends, or raises
         JobRunning while another process crawls the tenant (app/jobs.py)."""
+        self.tick_seconds = TICK_SECONDS
+        """How often the periodic loop looks for due jobs (FRONTDESK_SCHEDULER_TICK_SECONDS)."""
         self._jobs: dict[str, _Job] = {}
         self._last: dict[str, JobInfo] = {}
         self._loop_task: asyncio.Task | None = None
@@ -200,7 +202,7 @@ class Scheduler:
 
     async def _run_periodically(self) -> None:
         while True:
-            await asyncio.sleep(TICK_SECONDS)
+            await asyncio.sleep(self.tick_seconds)
             for tenant_id in self.registry.ids():
                 if tenant_id in self._jobs:
                     continue

@@ -334,8 +334,6 @@ def test_pages_written_pending_are_found_by_text_and_the_stage_gives_them_vector
         assert stage.step() == 0
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="store/pg/search.py search() has no embed_pending yet (app/answer.py passes it)")
 def test_query_time_vectors_rank_pending_chunks_on_the_dense_side_on_postgres(registry, embedder):
     with pg_tenant(registry, embedder, DEMO_ORIGIN + "/") as tenant:
         indexer = PageIndexer(tenant, embedder, defer_vectors=True)
