@@ -281,6 +281,53 @@ print(json.dumps({{"before": before, "after": rss_mb()}}))
 """
 
 
+#: The golden sets run through the whole answer path on both backends: (site, golden file).
+GOLDEN_BACKEND_SETS = (("pypug", "pypug.jsonl"), ("pypug", "heldout/pypug.jsonl"),
+                       ("fastapi", "fastapi.jsonl"))
+
+
+def bench_golden_backends(quick: bool) -> list[dict]:
+    """The golden sets through the answer path (`frontdesk eval ID --golden`) on both backends: the
+    fixture site indexed once as an SQLite file (the eval bench's cached tenant), imported into
+    PostgreSQL as it is, then every question asked of a Context on each backend."""
+    import contextlib
+    import os
+
+    from app import eval as ev
+    from app.context import Context
+    from app.settings import Settings
+    from store.pg.registry import PgTenantRegistry
+    from store.pg.transfer import import_postgres
+    from tests.bench.bench_eval import DATA, EVAL, site_tenant
+    from tests.pg import postgres_server
+
+    sets = GOLDEN_BACKEND_SETS[:2] if quick else GOLDEN_BACKEND_SETS
+    rows = []
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    lite = Context(Settings.from_env({}, data_dir=DATA))
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as scratch:
+        stack.callback(lite.close)
+        if not url:
+            url = stack.enter_context(postgres_server())
+        post = Context(Settings.from_env({}, data_dir=scratch, database_url=url, database_pool_size=4))
+        stack.callback(post.close)
+        for site, golden in sets:
+            tenant, _ = site_tenant(lite, site, lite.settings.model)
+            tenant.checkpoint()
+            assert isinstance(post.registry, PgTenantRegistry)
+            if not post.registry.exists(tenant.id):
+                import_postgres(post.registry.tenants, tenant.id, tenant.path)
+            items = ev.load_golden(EVAL / golden)
+            for backend, ctx in (("sqlite", lite), ("postgres", post)):
+                report = ev.run_golden(ctx, ctx.tenant(tenant.id), items, golden_name=golden)
+                rows.append({"golden": golden, "questions": report.questions, "backend": backend,
+                             **{k: round(report.metrics[k], 3) for k in ("recall_at_5", "mrr", "answer_contains",
+                                                                         "answer_precision", "honest_refusal",
+                                                                         "false_refusal")},
+                             "ttft_p50_ms": round(report.ttft_ms["p50"], 1)})
+    return rows
+
+
 def bench_memory(quick: bool) -> list[dict]:
     rows = []
     root = str(Path(__file__).resolve().parents[2])
@@ -307,8 +354,12 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
         print_table("SciFact retrieval on both backends (the same chunks and vectors; nDCG@10, recall@100, "
                     "MRR@10 of document rankings)", quality,
                     ["dataset", "queries", "docs", "mode", "backend", "ndcg@10", "recall@100", "mrr@10"])
+        golden = bench_golden_backends(quick)
+        print_table("Golden sets through the answer path on both backends (the same chunks and vectors)", golden,
+                    ["golden", "questions", "backend", "recall_at_5", "mrr", "answer_contains", "answer_precision",
+                     "honest_refusal", "false_refusal", "ttft_p50_ms"])
         return {"_name": "store-postgres", "search_backends": rows, "scifact_backends": quality,
-                "rss_this_process_mb": rss_mb()}
+                "golden_backends": golden, "rss_this_process_mb": rss_mb()}
     embedding = bench_embedding(quick)
     print_table("Embedding throughput (real pypug passages, ~230 tokens) and query embedding",
                 embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
