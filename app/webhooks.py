@@ -36,10 +36,9 @@ from app.settings import Settings
 # and cloud-metadata addresses (metadata even when private networks are allowed) and connects to
 # the address it vetted, so DNS rebinding cannot slip through between check and connect.
 from ingest.crawl.netguard import GuardedTransport, address_block_reason
-from store import conversations
 from store import webhooks as outbox
 from store.errors import FetchError, FrontdeskError, InvalidInput
-from store.tenants import Tenant
+from store.tenants import Connection, Registry, Tenant
 
 log = logging.getLogger("frontdesk.webhooks")
 
@@ -136,7 +135,7 @@ def retry_delay(base: float, attempt: int) -> float:
 class WebhookDispatcher:
     """The one background task of a process that sends due deliveries of every tenant."""
 
-    def __init__(self, registry, settings: Settings, *, poll_seconds: float = 1.0) -> None:
+    def __init__(self, registry: Registry, settings: Settings, *, poll_seconds: float = 1.0) -> None:
         self.registry = registry
         self.settings = settings
         self.poll_seconds = poll_seconds
@@ -182,11 +181,8 @@ class WebhookDispatcher:
         item = event(tenant.id, kind, data)
         body = msgspec.json.encode(item).decode()
 
-        def write() -> list[int]:
-            with tenant.write() as conn:
-                return outbox.enqueue(conn, kind, item.id, body, endpoint_id=endpoint_id)
-
-        ids = await anyio.to_thread.run_sync(write)
+        ids = await tenant.write(lambda conn: tenant.store.webhooks.enqueue(conn, kind, item.id, body,
+                                                                            endpoint_id=endpoint_id))
         if ids:
             self.watch(tenant.id)
         return ids
@@ -213,7 +209,7 @@ class WebhookDispatcher:
     async def feedback_negative(self, tenant: Tenant, message_id: str) -> None:
         """Queue feedback.negative for a thumbs-down; never raises (the visitor's feedback is saved)."""
         try:
-            found = await anyio.to_thread.run_sync(lambda: conversations.message_view(tenant.reader(), message_id))
+            found = await tenant.read(lambda conn: tenant.store.conversations.message_view(conn, message_id))
             if found is None:
                 return
             conversation_id, message = found
@@ -256,8 +252,10 @@ class WebhookDispatcher:
         found = set()
         for tenant_id in self.registry.ids():
             with contextlib.suppress(FrontdeskError):
-                if outbox.has_endpoints(self.registry.get(tenant_id).reader()):
-                    found.add(tenant_id)
+                tenant = self.registry.get(tenant_id)
+                with tenant.reading() as conn:
+                    if tenant.store.webhooks.has_endpoints(conn):
+                        found.add(tenant_id)
         return found
 
     async def _serve_tenant(self, tenant_id: str, gaps_due: bool) -> None:
@@ -266,18 +264,15 @@ class WebhookDispatcher:
             if gaps_due:
                 self._gaps_checked[tenant_id] = time.time()
                 await anyio.to_thread.run_sync(self._batch_gaps, tenant)
-            allow_private = (await anyio.to_thread.run_sync(tenant.config)).crawl.allow_private_network
-
-            def claim() -> list[outbox.DueDelivery]:
-                with tenant.write() as conn:
-                    return outbox.claim_due(conn, now=time.time(), lease_seconds=LEASE_SECONDS)
-
-            due = await anyio.to_thread.run_sync(claim)
+            store = tenant.store
+            allow_private = (await tenant.read(tenant.config)).crawl.allow_private_network
+            due: list[outbox.DueDelivery] = await tenant.write(
+                lambda conn: store.webhooks.claim_due(conn, now=time.time(), lease_seconds=LEASE_SECONDS))
             if due:
                 await asyncio.gather(*(self._deliver(tenant, allow_private, item) for item in due))
-            next_at = await anyio.to_thread.run_sync(lambda: outbox.next_due(tenant.reader()))
+            next_at = await tenant.read(store.webhooks.next_due)
             self._due[tenant_id] = next_at if next_at is not None else float("inf")
-            if next_at is None and not await anyio.to_thread.run_sync(lambda: outbox.has_endpoints(tenant.reader())):
+            if next_at is None and not await tenant.read(store.webhooks.has_endpoints):
                 self._watched.discard(tenant_id)
         except FrontdeskError as exc:
             log.warning("webhooks of tenant %s skipped: %s", tenant_id, exc.message)
@@ -289,16 +284,17 @@ class WebhookDispatcher:
 
     def _batch_gaps(self, tenant: Tenant) -> None:
         """New knowledge gaps since each gap.new endpoint's cursor, as one event per endpoint."""
+        webhooks = tenant.store.webhooks
         with tenant.write() as conn:
-            for endpoint_id in outbox.gap_endpoints(conn):
-                gaps = outbox.new_gaps(conn, endpoint_id)
+            for endpoint_id in webhooks.gap_endpoints(conn):
+                gaps = webhooks.new_gaps(conn, endpoint_id)
                 if not gaps:
                     continue
                 item = event(tenant.id, "gap.new", {"count": len(gaps), "gaps": [
                     {"question": g.question, "lang": g.lang, "asked": g.count, "page_url": g.page_url,
                      "first_at": g.first_at} for g in gaps]})
-                outbox.enqueue(conn, "gap.new", item.id, msgspec.json.encode(item).decode(), endpoint_id=endpoint_id)
-                outbox.advance_gap_cursor(conn, endpoint_id, gaps[-1].id)
+                webhooks.enqueue(conn, "gap.new", item.id, msgspec.json.encode(item).decode(), endpoint_id=endpoint_id)
+                webhooks.advance_gap_cursor(conn, endpoint_id, gaps[-1].id)
                 self._due[tenant.id] = 0.0
 
     def _client(self, allow_private: bool) -> httpx.AsyncClient:
@@ -337,12 +333,8 @@ class WebhookDispatcher:
         if not delivered and not permanent and attempt < self.settings.webhook_max_attempts:
             retry_at = time.time() + retry_delay(self.settings.webhook_retry_base, attempt)
 
-        def record() -> None:
-            with tenant.write() as conn:
-                outbox.record_attempt(conn, item.id, response_status=status, error=error, ms=ms,
-                                      delivered=delivered, retry_at=retry_at)
-
-        await anyio.to_thread.run_sync(record)
+        await tenant.write(lambda conn: tenant.store.webhooks.record_attempt(
+            conn, item.id, response_status=status, error=error, ms=ms, delivered=delivered, retry_at=retry_at))
         if not delivered:
             log.warning("webhook %s to %s failed (attempt %d): %s", item.event, item.url, attempt, error,
                         extra={"tenant": tenant.id, "delivery": item.id})
@@ -354,16 +346,16 @@ class WebhookDispatcher:
 async def create_endpoint(dispatcher: WebhookDispatcher | None, tenant: Tenant, *, url: str, events: list[str],
                           description: str = "") -> tuple[outbox.Endpoint, str]:
     """A checked new endpoint and its signing secret (shown once)."""
-    config = await anyio.to_thread.run_sync(tenant.config)
+    config = await tenant.read(tenant.config)
     url = await check_target(url, config.crawl.allow_private_network)
     secret = new_secret()
+    store = tenant.store
 
-    def write() -> outbox.Endpoint:
-        with tenant.write() as conn:
-            endpoint_id = outbox.add_endpoint(conn, url=url, events=events, secret=secret, description=description)
-        return outbox.endpoint(tenant.reader(), endpoint_id)
+    def write(conn: Connection) -> outbox.Endpoint:
+        endpoint_id = store.webhooks.add_endpoint(conn, url=url, events=events, secret=secret, description=description)
+        return store.webhooks.endpoint(conn, endpoint_id)
 
-    created = await anyio.to_thread.run_sync(write)
+    created = await tenant.write(write)
     if dispatcher is not None:
         dispatcher.watch(tenant.id)
     return created, secret
@@ -373,38 +365,31 @@ async def change_endpoint(tenant: Tenant, endpoint_id: int, *, url: str | None =
                           events: list[str] | None = None, active: bool | None = None,
                           description: str | None = None) -> outbox.Endpoint:
     if url is not None:
-        config = await anyio.to_thread.run_sync(tenant.config)
+        config = await tenant.read(tenant.config)
         url = await check_target(url, config.crawl.allow_private_network)
+    store = tenant.store
 
-    def write() -> outbox.Endpoint:
-        with tenant.write() as conn:
-            outbox.update_endpoint(conn, endpoint_id, url=url, events=events, active=active, description=description)
-        return outbox.endpoint(tenant.reader(), endpoint_id)
+    def write(conn: Connection) -> outbox.Endpoint:
+        store.webhooks.update_endpoint(conn, endpoint_id, url=url, events=events, active=active,
+                                       description=description)
+        return store.webhooks.endpoint(conn, endpoint_id)
 
-    return await anyio.to_thread.run_sync(write)
+    return await tenant.write(write)
 
 
 async def rotate_secret(tenant: Tenant, endpoint_id: int) -> str:
     secret = new_secret()
 
-    def write() -> None:
-        with tenant.write() as conn:
-            outbox.set_secret(conn, endpoint_id, secret)
-
-    await anyio.to_thread.run_sync(write)
+    await tenant.write(lambda conn: tenant.store.webhooks.set_secret(conn, endpoint_id, secret))
     return secret
 
 
 async def remove_endpoint(tenant: Tenant, endpoint_id: int) -> None:
-    def write() -> None:
-        with tenant.write() as conn:
-            outbox.delete_endpoint(conn, endpoint_id)
-
-    await anyio.to_thread.run_sync(write)
+    await tenant.write(lambda conn: tenant.store.webhooks.delete_endpoint(conn, endpoint_id))
 
 
 async def send_test(dispatcher: WebhookDispatcher | None, tenant: Tenant, endpoint_id: int) -> list[int]:
-    await anyio.to_thread.run_sync(lambda: outbox.endpoint(tenant.reader(), endpoint_id))
+    await tenant.read(lambda conn: tenant.store.webhooks.endpoint(conn, endpoint_id))  # NotFound if none
     if dispatcher is None:
         return []
     return await dispatcher.emit(tenant, TEST_EVENT, {"message": "a test delivery from the frontdesk console"},
@@ -456,7 +441,7 @@ class WebhooksController(Controller):
     @get("/", summary="The tenant's webhook endpoints", responses=ERROR_RESPONSES)
     async def list_endpoints(self, request: Request, tenant_id: str) -> EndpointList:
         tenant = await _authorized(request, tenant_id)
-        return EndpointList(await anyio.to_thread.run_sync(lambda: outbox.endpoints(tenant.reader())))
+        return EndpointList(await tenant.read(tenant.store.webhooks.endpoints))
 
     @post("/", status_code=201, summary="Add an endpoint (SSRF-checked); its signing secret is shown once",
           responses=ERROR_RESPONSES)
@@ -499,12 +484,13 @@ class WebhooksController(Controller):
         if not 1 <= limit <= 500:
             raise InvalidInput("limit must be between 1 and 500", field="limit")
 
-        def read() -> list[outbox.Delivery]:
-            conn = tenant.reader()
-            outbox.endpoint(conn, endpoint_id)
-            return outbox.deliveries(conn, endpoint_id, limit=limit)
+        webhooks = tenant.store.webhooks
 
-        return DeliveryList(await anyio.to_thread.run_sync(read))
+        def read(conn: Connection) -> list[outbox.Delivery]:
+            webhooks.endpoint(conn, endpoint_id)  # NotFound if there is no such endpoint
+            return webhooks.deliveries(conn, endpoint_id, limit=limit)
+
+        return DeliveryList(await tenant.read(read))
 
 
 ROUTES = [WebhooksController]

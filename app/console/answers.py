@@ -12,9 +12,8 @@ from litestar import Request, Response, get, post
 from app.cache import normalize_question
 from app.console import gaps
 from app.console.common import form_lines, form_of, form_text, page, redirect, tenant_for
-from store import conversations, curated
 from store.errors import InvalidInput, NotFound
-from store.tenants import Tenant
+from store.tenants import Connection, Tenant
 
 # -- knowledge gaps → curated answers --------------------------------------------------------
 
@@ -53,15 +52,16 @@ def _save_curated(request: Request, tenant: Tenant, curated_id: int | None, ques
         if urlsplit(url).scheme not in ("http", "https"):
             raise InvalidInput(f"{url!r} is not an http(s) link", field="urls" if i == 0 else f"urls[{i}]")
     vector = request.app.state.ctx.tenant_embedder(tenant).embed_query(question) if question.strip() else None
+    store = tenant.store
     with tenant.write() as conn:
         if curated_id is None:
-            curated_id = curated.add(conn, question=question, normalized=normalize_question(question), answer=answer,
-                                     urls=urls, lang="", vector=vector)
+            curated_id = store.curated.add(conn, question=question, normalized=normalize_question(question),
+                                           answer=answer, urls=urls, lang="", vector=vector)
         else:
-            curated.update(conn, curated_id, question=question, normalized=normalize_question(question),
-                           answer=answer, urls=urls, lang="", vector=vector)
+            store.curated.update(conn, curated_id, question=question, normalized=normalize_question(question),
+                                 answer=answer, urls=urls, lang="", vector=vector)
         if resolve:
-            conversations.resolve_gaps(conn, resolve, curated_id)
+            store.conversations.resolve_gaps(conn, resolve, curated_id)
         tenant.bump_generation(conn)
     return curated_id
 
@@ -92,11 +92,7 @@ async def gap_dismiss(request: Request, tenant_id: str, gap_id: int) -> Response
     await form_of(request, session)
     cluster = await _cluster(request, tenant, gap_id)
 
-    def write() -> None:
-        with tenant.write() as conn:
-            conversations.resolve_gaps(conn, cluster.ids, None)
-
-    await anyio.to_thread.run_sync(write)
+    await tenant.write(lambda conn: tenant.store.conversations.resolve_gaps(conn, cluster.ids, None))
     return redirect(f"/console/t/{tenant.id}/gaps?msg=dismissed")
 
 
@@ -108,9 +104,10 @@ def _curated_test(request: Request, tenant: Tenant, question: str) -> dict[str, 
 
     embedder = request.app.state.ctx.tenant_embedder(tenant)
     vector = embedder.embed_query(question)
-    conn = tenant.reader()
-    match = curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
-    nearest = sorted(((float(vector @ v), item) for item, v in curated.curated_vectors(conn)), key=lambda p: -p[0])[:3]
+    with tenant.reading() as conn:
+        match = tenant.store.curated.match(conn, normalize_question(question), vector, CURATED_SIMILARITY)
+        vectors = list(tenant.store.curated.curated_vectors(conn))  # a generator: read it in the block
+    nearest = sorted(((float(vector @ v), item) for item, v in vectors), key=lambda p: -p[0])[:3]
     return {"question": question, "match": match, "threshold": CURATED_SIMILARITY,
             "nearest": [{"similarity": round(s, 3), "item": item} for s, item in nearest]}
 
@@ -118,7 +115,7 @@ def _curated_test(request: Request, tenant: Tenant, question: str) -> dict[str, 
 @get("/t/{tenant_id:str}/curated", include_in_schema=False)
 async def curated_page(request: Request, tenant_id: str, q: str = "") -> Response:
     session, tenant = await tenant_for(request, tenant_id)
-    items = await anyio.to_thread.run_sync(lambda: curated.all_curated(tenant.reader()))
+    items = await tenant.read(tenant.store.curated.all_curated)
     test = await anyio.to_thread.run_sync(_curated_test, request, tenant, q.strip()[:2000]) if q.strip() else None
     return page(request, "curated.html", session=session, tenant=tenant, section="curated", items=items, test=test,
                 form={}, error=None)
@@ -132,7 +129,7 @@ async def curated_create(request: Request, tenant_id: str) -> Response:
 @get("/t/{tenant_id:str}/curated/{curated_id:int}", include_in_schema=False)
 async def curated_edit(request: Request, tenant_id: str, curated_id: int) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
-    item = await anyio.to_thread.run_sync(lambda: curated.get(tenant.reader(), curated_id))
+    item = await tenant.read(lambda conn: tenant.store.curated.get(conn, curated_id))
     return page(request, "curated_edit.html", session=session, tenant=tenant, section="curated", item=item,
                 form={"question": item.question, "answer": item.answer, "urls": "\n".join(item.urls)}, error=None)
 
@@ -153,10 +150,10 @@ async def _curated_save(request: Request, tenant_id: str, curated_id: int | None
     except InvalidInput as exc:
         error = {"field": exc.details.get("field", ""), "message": exc.message}
         if curated_id is None:
-            items = await anyio.to_thread.run_sync(lambda: curated.all_curated(tenant.reader()))
+            items = await tenant.read(tenant.store.curated.all_curated)
             return page(request, "curated.html", status=400, session=session, tenant=tenant, section="curated",
                         items=items, test=None, form=values, error=error)
-        item = await anyio.to_thread.run_sync(lambda: curated.get(tenant.reader(), curated_id))
+        item = await tenant.read(lambda conn: tenant.store.curated.get(conn, curated_id))
         return page(request, "curated_edit.html", status=400, session=session, tenant=tenant, section="curated",
                     item=item, form=values, error=error)
     request.app.state.cache.clear(tenant.id)
@@ -168,11 +165,10 @@ async def curated_delete(request: Request, tenant_id: str, curated_id: int) -> R
     session, tenant = await tenant_for(request, tenant_id)
     await form_of(request, session)
 
-    def write() -> None:
-        with tenant.write() as conn:
-            curated.delete(conn, curated_id)
-            tenant.bump_generation(conn)
+    def remove(conn: Connection) -> None:
+        tenant.store.curated.delete(conn, curated_id)
+        tenant.bump_generation(conn)
 
-    await anyio.to_thread.run_sync(write)
+    await tenant.write(remove)
     request.app.state.cache.clear(tenant.id)
     return redirect(f"/console/t/{tenant.id}/curated?msg=curated_deleted")

@@ -35,7 +35,7 @@ from store.tenants import Tenant
 @get("/t/{tenant_id:str}/config", include_in_schema=False)
 async def config_page(request: Request, tenant_id: str) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
-    config = await anyio.to_thread.run_sync(tenant.config)
+    config = await tenant.read(tenant.config)
     return page(request, "config.html", session=session, tenant=tenant, section="config",
                 sections=views.config_sections(config, admin=session.admin), error=None)
 
@@ -44,7 +44,7 @@ async def config_page(request: Request, tenant_id: str) -> Response:
 async def config_save(request: Request, tenant_id: str) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
     form = await form_of(request, session)
-    current: SiteConfig = await anyio.to_thread.run_sync(tenant.config)
+    current: SiteConfig = await tenant.read(tenant.config)
     try:
         data = views.config_from_form(form, current, admin=session.admin)
         config = decode_config(data)
@@ -67,7 +67,7 @@ async def config_save(request: Request, tenant_id: str) -> Response:
 @get("/t/{tenant_id:str}/widget", include_in_schema=False)
 async def widget_page(request: Request, tenant_id: str) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
-    config = await anyio.to_thread.run_sync(tenant.config)
+    config = await tenant.read(tenant.config)
     theme = views.theme_from_query(request.query_params, config)
     base = base_url(request)
     snippet = views.widget_snippet(base, tenant.widget_key, theme)

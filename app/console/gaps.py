@@ -10,7 +10,6 @@ import numpy as np
 from app.answer import Answerer, confidence_of
 from app.context import Context
 from app.sources import snippet
-from store import conversations
 from store.conversations import GapRow
 from store.tenants import Tenant
 
@@ -106,13 +105,14 @@ def clusters(ctx: Context, tenant: Tenant, limit: int = 1000) -> list[GapCluster
     """The tenant's open gaps grouped by meaning (blocking: call from a worker thread). Gaps
     recorded without a vector are embedded now, once, and their vectors kept."""
     embedder = ctx.tenant_embedder(tenant)
-    rows = conversations.open_gaps(tenant.reader(), limit=limit)
+    with tenant.reading() as conn:
+        rows = tenant.store.conversations.open_gaps(conn, limit=limit)
     lacking = [r for r in rows if not r.vector or len(r.vector) != 4 * embedder.dim]
     if lacking:
         vectors = embedder.embed([r.question for r in lacking])
         blobs = {r.id: np.asarray(v, dtype=np.float32).tobytes() for r, v in zip(lacking, vectors, strict=True)}
         with tenant.write() as conn:
-            conversations.set_gap_vectors(conn, blobs)
+            tenant.store.conversations.set_gap_vectors(conn, blobs)
         for row in lacking:
             row.vector = blobs[row.id]
     return group(rows, group_threshold(embedder))

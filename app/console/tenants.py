@@ -27,10 +27,8 @@ from app.console.common import (
 from ingest.crawl.urls import UrlPolicy
 from ingest.embed import MODELS
 from ingest.pipeline import CrawlOptions
-from store import analytics, conversations
 from store.errors import Forbidden, FrontdeskError, InvalidInput, InvalidTenantId
-from store.pages import stats as page_stats
-from store.tenants import Tenant
+from store.tenants import Connection, Tenant
 
 # -- tenants ---------------------------------------------------------------------------------
 
@@ -41,11 +39,13 @@ def _tenant_rows(request: Request) -> list[dict[str, Any]]:
     for tenant_id in registry.ids():
         try:
             tenant = registry.get(tenant_id)
-            conn = tenant.reader()
-            stats = page_stats(conn)
-            rows.append({"id": tenant_id, "config": tenant.config(), "pages": stats.pages, "chunks": stats.chunks,
-                         "last_crawl": stats.last_crawl, "gaps": len(conversations.open_gaps(conn, limit=1000)),
-                         "questions": analytics.summary(conn, 7).questions, "error": ""})
+            store = tenant.store
+            with tenant.reading() as conn:
+                stats = store.pages.stats(conn)
+                rows.append({"id": tenant_id, "config": tenant.config(conn), "pages": stats.pages,
+                             "chunks": stats.chunks, "last_crawl": stats.last_crawl,
+                             "gaps": len(store.conversations.open_gaps(conn, limit=1000)),
+                             "questions": store.analytics.summary(conn, 7).questions, "error": ""})
         except FrontdeskError as exc:
             rows.append({"id": tenant_id, "error": exc.message})
     return rows
@@ -115,11 +115,11 @@ REASONS = {
 }
 
 
-def _next_crawl(request: Request, tenant: Tenant, conn) -> float | None:
+def _next_crawl(request: Request, tenant: Tenant, conn: Connection) -> float | None:
     if not request.app.state.settings.scheduler:
         return None
-    crawl = tenant.config().crawl
-    last = analytics.last_done(conn)
+    crawl = tenant.config(conn).crawl
+    last = tenant.store.analytics.last_done(conn)
     times = []
     if crawl.full_every_days:
         times.append(last.get("full", 0.0) + crawl.full_every_days * 86400)
@@ -128,11 +128,11 @@ def _next_crawl(request: Request, tenant: Tenant, conn) -> float | None:
     return max(min(times), time.time()) if times else None
 
 
-def missing_pages(tenant: Tenant, conn, limit: int = 500) -> list[dict[str, str]]:
-    config = tenant.config()
+def missing_pages(tenant: Tenant, conn: Connection, limit: int = 500) -> list[dict[str, str]]:
+    config = tenant.config(conn)
     policy = UrlPolicy(config.crawl, config.site)
     rows = []
-    for item in analytics.missing_pages(conn, limit=limit):
+    for item in tenant.store.analytics.missing_pages(conn, limit=limit):
         reason = item.reason
         if reason == "not_reached":
             reason = policy.allows(item.url) or reason
@@ -142,13 +142,15 @@ def missing_pages(tenant: Tenant, conn, limit: int = 500) -> list[dict[str, str]
 
 
 def _overview(request: Request, tenant: Tenant) -> dict[str, Any]:
-    conn = tenant.reader()
-    stats = page_stats(conn, file_bytes=tenant.path.stat().st_size)
+    file_bytes = tenant.size_bytes()  # before the read: on PostgreSQL it is a query of its own
     job = request.app.state.scheduler.job(tenant.id) if request.app.state.scheduler else None
-    return {"stats": stats, "languages": analytics.languages(conn), "config": tenant.config(),
-            "next_crawl": _next_crawl(request, tenant, conn), "missing": missing_pages(tenant, conn, 500),
-            "skipped": analytics.last_skipped(conn), "job": job, "week": analytics.summary(conn, 7),
-            "open_gaps": len(conversations.open_gaps(conn)), "info": tenant.info()}
+    store = tenant.store
+    with tenant.reading() as conn:
+        return {"stats": store.pages.stats(conn, file_bytes=file_bytes), "languages": store.analytics.languages(conn),
+                "config": tenant.config(conn), "next_crawl": _next_crawl(request, tenant, conn),
+                "missing": missing_pages(tenant, conn, 500), "skipped": store.analytics.last_skipped(conn),
+                "job": job, "week": store.analytics.summary(conn, 7),
+                "open_gaps": len(store.conversations.open_gaps(conn)), "info": tenant.info(conn)}
 
 
 @get("/t/{tenant_id:str}", include_in_schema=False)
@@ -166,13 +168,14 @@ async def crawl_page(request: Request, tenant_id: str) -> Response:
     session, tenant = await tenant_for(request, tenant_id)
     scheduler = request.app.state.scheduler
 
-    def read() -> dict[str, Any]:
-        conn = tenant.reader()
+    analytics = tenant.store.analytics
+
+    def read(conn: Connection) -> dict[str, Any]:
         runs = analytics.crawl_runs(conn, 10)
         errors = analytics.crawl_errors(conn, runs[0].id, 100) if runs else []
         return {"runs": runs, "errors": errors}
 
-    data = await anyio.to_thread.run_sync(read)
+    data = await tenant.read(read)
     job = scheduler.job(tenant.id) if scheduler else None
     return page(request, "crawl.html", session=session, tenant=tenant, section="crawl", job=job,
                 running=bool(job and job.status == "running"), **data)

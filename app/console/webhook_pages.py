@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from litestar import Request, Response, get, post
 from litestar.response import Template
 
@@ -14,7 +13,7 @@ from app.console.common import form_of, form_text, page, redirect, tenant_for
 from app.webhooks import change_endpoint, create_endpoint, remove_endpoint, rotate_secret, send_test
 from store import webhooks as outbox
 from store.errors import InvalidInput, NotFound
-from store.tenants import Tenant
+from store.tenants import Connection, Tenant
 
 # -- webhooks --------------------------------------------------------------------------------
 
@@ -22,12 +21,14 @@ from store.tenants import Tenant
 async def _webhooks_page(request: Request, session: auth.Session, tenant: Tenant, *, status: int = 200,
                          created: tuple[outbox.Endpoint, str] | None = None, form: dict | None = None,
                          error: dict | None = None) -> Template:
-    def read() -> dict[str, Any]:
-        conn = tenant.reader()
-        return {"endpoints": outbox.endpoints(conn), "recent": outbox.deliveries(conn, limit=20, with_attempts=False),
-                "allow_private": tenant.config().crawl.allow_private_network}
+    store = tenant.store
 
-    data = await anyio.to_thread.run_sync(read)
+    def read(conn: Connection) -> dict[str, Any]:
+        return {"endpoints": store.webhooks.endpoints(conn),
+                "recent": store.webhooks.deliveries(conn, limit=20, with_attempts=False),
+                "allow_private": tenant.config(conn).crawl.allow_private_network}
+
+    data = await tenant.read(read)
     return page(request, "webhooks.html", status=status, session=session, tenant=tenant, section="webhooks",
                 events=outbox.EVENTS, created=created, form=form or {"events": list(outbox.EVENTS)}, error=error,
                 **data)
@@ -57,12 +58,13 @@ async def webhook_create(request: Request, tenant_id: str) -> Response:
 
 async def _webhook_page(request: Request, session: auth.Session, tenant: Tenant, endpoint_id: int,
                         secret: str | None = None) -> Template:
-    def read() -> dict[str, Any]:
-        conn = tenant.reader()
-        return {"endpoint": outbox.endpoint(conn, endpoint_id),
-                "deliveries": outbox.deliveries(conn, endpoint_id, limit=50)}
+    store = tenant.store
 
-    data = await anyio.to_thread.run_sync(read)
+    def read(conn: Connection) -> dict[str, Any]:
+        return {"endpoint": store.webhooks.endpoint(conn, endpoint_id),
+                "deliveries": store.webhooks.deliveries(conn, endpoint_id, limit=50)}
+
+    data = await tenant.read(read)
     return page(request, "webhook.html", session=session, tenant=tenant, section="webhooks", secret=secret,
                 events=outbox.EVENTS, **data)
 

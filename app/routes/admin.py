@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import anyio
-import apsw
 import msgspec
 import numpy as np
 from litestar import Controller, Request, delete, get, patch, post, put
@@ -27,13 +26,10 @@ from app.routes.common import bearer_token, decode_json, read_body, read_json
 from ingest.pipeline import CrawlOptions
 from ingest.scheduler import JobInfo
 from store import conversations, curated
-from store.analytics import last_run_errors
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, InvalidInput, NotFound
-from store.pages import junk_summary, render_stats
-from store.pages import stats as tenant_stats
 from store.search import Filters, FusionParams, SearchResult
-from store.tenants import Tenant, TenantInfo, validate_tenant_id
+from store.tenants import Connection, Tenant, TenantInfo, validate_tenant_id
 
 
 class TenantCreate(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -285,17 +281,21 @@ class TenantsController(Controller):
     @get("/{tenant_id:str}/stats", summary="Pages, chunks, coverage vs sitemap, last crawl, errors by reason", responses=ERROR_RESPONSES)
     async def get_stats(self, request: Request, tenant_id: str) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
+        store = tenant.store
 
-        def collect(conn: apsw.Connection) -> dict[str, Any]:
-            data = msgspec.to_builtins(tenant_stats(conn, file_bytes=tenant.path.stat().st_size))
-            data["coverage"] = round(data["sitemap_covered"] / data["sitemap_urls"], 4) if data["sitemap_urls"] else None
-            data["errors_by_reason"] = last_run_errors(conn)
-            data["usage"] = conversations.usage(conn)
-            data["render"] = render_stats(conn)  # which pages needed a browser (crawl.render)
-            data["junk"] = msgspec.to_builtins(junk_summary(conn))
+        def collect() -> dict[str, Any]:
+            file_bytes = tenant.size_bytes()  # before the read: on PostgreSQL it is a query of its own
+            with tenant.reading() as conn:
+                data = msgspec.to_builtins(store.pages.stats(conn, file_bytes=file_bytes))
+                covered, urls = data["sitemap_covered"], data["sitemap_urls"]
+                data["coverage"] = round(covered / urls, 4) if urls else None
+                data["errors_by_reason"] = store.analytics.last_run_errors(conn)
+                data["usage"] = store.conversations.usage(conn)
+                data["render"] = store.pages.render_stats(conn)  # which pages needed a browser (crawl.render)
+                data["junk"] = msgspec.to_builtins(store.pages.junk_summary(conn))
             return data
 
-        return await tenant.read(collect)
+        return await anyio.to_thread.run_sync(collect)
 
     @post("/{tenant_id:str}/search", status_code=200, summary="Search debug: hits with scores and each stage's trace", responses=ERROR_RESPONSES)
     async def search_debug(self, request: Request, tenant_id: str) -> SearchResult:
@@ -317,7 +317,7 @@ class TenantsController(Controller):
     @get("/{tenant_id:str}/curated", summary="Curated answers", responses=ERROR_RESPONSES)
     async def list_curated(self, request: Request, tenant_id: str) -> CuratedList:
         tenant = await _tenant(request, tenant_id)
-        return CuratedList(await tenant.read(curated.all_curated))
+        return CuratedList(await tenant.read(tenant.store.curated.all_curated))
 
     @post("/{tenant_id:str}/curated", status_code=201, summary="Add a curated answer", responses=ERROR_RESPONSES)
     async def add_curated(self, request: Request, tenant_id: str) -> curated.Curated:
@@ -325,14 +325,15 @@ class TenantsController(Controller):
         body = await _body(request, CuratedBody)
         vector = await _embed_question(request, tenant, body.question)
 
-        def add(conn: apsw.Connection) -> int:
-            new_id = curated.add(conn, question=body.question, normalized=normalize_question(body.question),
-                                 answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
+        def add(conn: Connection) -> int:
+            new_id = tenant.store.curated.add(conn, question=body.question,
+                                              normalized=normalize_question(body.question), answer=body.answer,
+                                              urls=body.urls, lang=body.lang, vector=vector)
             tenant.bump_generation(conn)
             return new_id
 
         new_id = await tenant.write(add)
-        return await tenant.read(lambda conn: curated.get(conn, new_id))
+        return await tenant.read(lambda conn: tenant.store.curated.get(conn, new_id))
 
     @put("/{tenant_id:str}/curated/{curated_id:int}", summary="Replace a curated answer", responses=ERROR_RESPONSES)
     async def put_curated(self, request: Request, tenant_id: str, curated_id: int) -> curated.Curated:
@@ -340,20 +341,21 @@ class TenantsController(Controller):
         body = await _body(request, CuratedBody)
         vector = await _embed_question(request, tenant, body.question)
 
-        def update(conn: apsw.Connection) -> None:
-            curated.update(conn, curated_id, question=body.question, normalized=normalize_question(body.question),
-                           answer=body.answer, urls=body.urls, lang=body.lang, vector=vector)
+        def update(conn: Connection) -> None:
+            tenant.store.curated.update(conn, curated_id, question=body.question,
+                                        normalized=normalize_question(body.question), answer=body.answer,
+                                        urls=body.urls, lang=body.lang, vector=vector)
             tenant.bump_generation(conn)
 
         await tenant.write(update)
-        return await tenant.read(lambda conn: curated.get(conn, curated_id))
+        return await tenant.read(lambda conn: tenant.store.curated.get(conn, curated_id))
 
     @delete("/{tenant_id:str}/curated/{curated_id:int}", status_code=200, summary="Delete a curated answer", responses=ERROR_RESPONSES)
     async def delete_curated(self, request: Request, tenant_id: str, curated_id: int) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
 
-        def remove(conn: apsw.Connection) -> None:
-            curated.delete(conn, curated_id)
+        def remove(conn: Connection) -> None:
+            tenant.store.curated.delete(conn, curated_id)
             tenant.bump_generation(conn)
 
         await tenant.write(remove)
@@ -364,14 +366,15 @@ class TenantsController(Controller):
         tenant = await _tenant(request, tenant_id)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000", field="limit")
-        return GapList(await tenant.read(lambda conn: conversations.gaps(conn, limit=limit)))
+        return GapList(await tenant.read(lambda conn: tenant.store.conversations.gaps(conn, limit=limit)))
 
     @get("/{tenant_id:str}/conversations", summary="Recent conversations with their messages and feedback", responses=ERROR_RESPONSES)
     async def get_conversations(self, request: Request, tenant_id: str, limit: int = 50, offset: int = 0) -> dict[str, Any]:
         tenant = await _tenant(request, tenant_id)
         if not 1 <= limit <= 500 or offset < 0:
             raise InvalidInput("limit must be 1..500 and offset not negative", field="limit")
-        items = await tenant.read(lambda conn: conversations.conversations(conn, limit=limit, offset=offset))
+        items = await tenant.read(
+            lambda conn: tenant.store.conversations.conversations(conn, limit=limit, offset=offset))
         return {"conversations": items}
 
     @delete("/{tenant_id:str}/cache", status_code=200, summary="Drop the tenant's cached answers", responses=ERROR_RESPONSES)

@@ -20,7 +20,6 @@ from litestar.response.sse import ServerSentEventMessage
 from app.answer import Answerer, check_question
 from app.events import ChatRequest, ErrorBody, ErrorEvent, FeedbackRequest, event_name
 from app.routes.common import read_json
-from store import conversations
 from store.config import SiteConfig
 from store.errors import Forbidden, FrontdeskError, Unauthorized
 from store.tenants import Tenant
@@ -134,7 +133,8 @@ async def feedback(request: Request) -> Response:
     state.ratelimits.check(tenant.id, client_ip(request))
 
     rating = 1 if body.rating == "up" else -1
-    await tenant.write(lambda conn: conversations.set_feedback(conn, body.message_id, rating, body.conversation_id))
+    await tenant.write(lambda conn: tenant.store.conversations.set_feedback(
+        conn, body.message_id, rating, body.conversation_id))
     if body.rating == "down" and getattr(state, "webhooks", None) is not None:
         await state.webhooks.feedback_negative(tenant, body.message_id)  # the feedback.negative webhook
     return Response(content={"ok": True}, headers=cors(origin))
