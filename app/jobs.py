@@ -217,8 +217,11 @@ class SharedScheduler(Scheduler):
         left = self.files.read(tenant.id)
         if (left is not None and left.status == "running" and tenant.id not in self._jobs
                 and not self.files.running_elsewhere(tenant.id)):
-            log.warning("tenant %s's crawl %s stopped with its process; resuming it", tenant.id, left.id)
-            return CrawlOptions(full=left.kind == "full")
+            log.warning("tenant %s's crawl %s stopped with its process; crawling again", tenant.id, left.id)
+            # A full crawl: a delta one takes an unchanged page's 304 and does not read its links
+            # again, so the pages the dead crawl had not reached yet would stay unfound. Pages
+            # whose text is unchanged are not embedded again either way.
+            return CrawlOptions(full=True)
         return super().due(tenant, now)
 
     def job(self, tenant_id: str) -> JobInfo | None:

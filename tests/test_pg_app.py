@@ -28,6 +28,7 @@ from app.context import Context
 from app.settings import Settings
 from app.webhooks import verify
 from store.conversations import Turn
+from store.errors import StoreError
 from store.pg.registry import PgTenantRegistry
 
 # In-process, Litestar's warnings about the handlers' parameter style reach pytest (as in tests/test_warm.py).
@@ -184,10 +185,6 @@ def test_curated_answers_through_the_admin_api(app):
     assert [c["id"] for c in admin(app, "GET", "/admin/tenants/bakery/curated").json()["curated"]] == [item["id"]]
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=True,
-                   reason="app/answer.py still calls tenant.reader(), which a PostgreSQL tenant has not (the "
-                          "stream ends in an internal error); it is converted on another branch: remove this "
-                          "mark when that lands")
 def test_a_curated_answer_from_the_admin_api_is_served_to_the_widget(app):
     item = admin(app, "GET", "/admin/tenants/bakery/curated").json()["curated"][0]
     key = admin(app, "GET", "/admin/tenants/bakery").json()["widget_key"]
@@ -322,3 +319,24 @@ def test_webhook_endpoints_are_added_listed_and_tested(app):
     deleted = admin(app, "DELETE", f"/admin/tenants/bakery/webhooks/{endpoint['id']}")
     assert deleted.json() == {"deleted": endpoint["id"]}
     assert admin(app, "GET", "/admin/tenants/bakery/webhooks").json() == {"webhooks": []}
+
+
+def test_a_connection_kept_past_its_unit_of_work_refuses_to_run(app):
+    """A pooled connection serves another tenant's transaction next: a reference kept by mistake
+    (a lazy generator, a closure) fails loudly instead of running a statement there."""
+    created = admin(app, "POST", "/admin/tenants", json={"id": "kept-conn", "site": "https://kept.example/"})
+    assert created.status_code == 201, created.text
+    tenant = app.ctx.registry.get("kept-conn")
+    try:
+        with tenant.reading() as conn:
+            assert tenant.store.search.chunk_count(conn) == 0
+        with pytest.raises(StoreError, match="used after its unit of work ended"):
+            tenant.store.search.chunk_count(conn)
+        with tenant.write() as written:
+            tenant.bump_generation(written)
+        with pytest.raises(StoreError, match="used after its unit of work ended"):
+            written.execute("SELECT 1")
+        # The pool's connections are fine for the next unit of work.
+        assert tenant.generation() == 1
+    finally:
+        app.ctx.registry.delete("kept-conn")

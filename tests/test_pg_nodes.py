@@ -17,15 +17,28 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
+from app.context import Context
+from app.settings import Settings
 from store.pg.connect import open_pool
 from store.pg.registry import PgTenantRegistry
 from tests.server import ROOT, _wait_until_healthy, free_port
 from tests.sitesrv import Fault, serve_site
 
 ADMIN = "nodes-admin-token"
-PAGES = 8
+REPAIRS = [
+    ("Puncture repair", "A punctured inner tube is patched or replaced while you wait, usually within twenty minutes."),
+    ("Brake tuning", "Rim and disc brakes are bled, aligned and fitted with fresh pads so the bike stops straight."),
+    ("Wheel truing", "Buckled wheels are trued on the stand and every spoke is tensioned evenly again."),
+    ("Chain replacement", "A stretched chain wears the cassette; we measure it and fit a new one with a quick link."),
+    ("Gear indexing", "Derailleurs are adjusted and cables replaced so every gear shifts cleanly under load."),
+    ("Suspension service", "Fork seals, oil and dust wipers are renewed on mountain bikes with front suspension."),
+    ("Electric bike check", "Battery health, motor firmware and wiring of electric bicycles are checked and logged."),
+    ("Winter overhaul", "The whole bicycle is stripped, cleaned, greased and rebuilt before the cold season."),
+]
+PAGES = len(REPAIRS)
 PAGE_DELAY_S = 1.0
 LEASE_S = 3.0
 
@@ -82,14 +95,13 @@ def node(name: str, root: Path, pg_url: str) -> Iterator[Node]:
 @pytest.fixture(scope="module")
 def site():
     with serve_site() as server:
-        links = "".join(f'<li><a href="/page-{i}.html">Page {i}</a></li>' for i in range(PAGES))
+        links = "".join(f'<li><a href="/page-{i}.html">{name}</a></li>' for i, (name, _) in enumerate(REPAIRS))
         server.files["/"] = (f"<html><head><title>Harbour bikes</title></head><body><main><h1>Harbour bikes</h1>"
                              f"<p>We repair bicycles by the harbour.</p><ul>{links}</ul></main></body></html>").encode()
-        for i in range(PAGES):
+        for i, (name, text) in enumerate(REPAIRS):
             server.files[f"/page-{i}.html"] = (
-                f"<html><head><title>Repair {i}</title></head><body><main><h1>Repair number {i}</h1>"
-                f"<p>Repair {i} costs {10 + i} euros and takes {i + 1} days at the harbour workshop.</p>"
-                f"</main></body></html>").encode()
+                f"<html><head><title>{name}</title></head><body><main><h1>{name}</h1><p>{text}</p>"
+                f"<p>{name} costs {10 + i} euros at the harbour workshop.</p></main></body></html>").encode()
             server.faults[f"/page-{i}.html"] = Fault(delay=PAGE_DELAY_S)
         server.files["/robots.txt"] = b"User-agent: *\nAllow: /\n"
         yield server
@@ -99,11 +111,20 @@ def site():
 def nodes(pg_url, site):
     with tempfile.TemporaryDirectory(prefix="frontdesk-nodes-") as scratch:
         root = Path(scratch)
+        # The tenant is made first, with no crawl schedule: the nodes' schedulers (one tick a
+        # second) would otherwise start its first crawl themselves; they still take over a crawl
+        # a dead node left.
+        ctx = Context(Settings.from_env({}, data_dir=root, database_url=pg_url, database_pool_size=2))
+        try:
+            tenant, _ = ctx.create_tenant("harbour", site.url + "/", allow_private_network=True)
+            config = tenant.config()
+            tenant.set_config(msgspec.structs.replace(config, crawl=msgspec.structs.replace(
+                config.crawl, delta_every_hours=0.0, full_every_days=0.0)))
+            widget_key = tenant.widget_key
+        finally:
+            ctx.close()
         with node("a", root, pg_url) as a, node("b", root, pg_url) as b:
-            created = a.admin("POST", "/admin/tenants", json={"id": "harbour", "site": site.url + "/",
-                                                               "allow_private_network": True})
-            assert created.status_code == 201, created.text
-            a.widget_key = created.json()["widget_key"]
+            a.widget_key = widget_key
             yield a, b
 
 
@@ -128,6 +149,52 @@ def test_a_curated_answer_added_through_one_node_is_served_by_the_other(nodes, s
     assert answer.status_code == 200, answer.text
     assert "a loan bike is free while yours is in the workshop" in answer.text
     assert "event: error" not in answer.text
+
+
+FUZZ_N = int(os.environ.get("FRONTDESK_FUZZ_N", "80"))
+"""Requests in the cross-tenant fuzz; `FRONTDESK_FUZZ_N=2000 pytest tests/test_pg_nodes.py -k fuzz` for a long run."""
+SECRET = "SECRET-OTHER-7731"
+
+
+def test_cross_tenant_fuzz_never_shows_one_tenants_data_to_another(nodes, site):
+    """Random tenant ids, widget keys and admin tokens against both nodes: another tenant's curated
+    answer (a marker) shows only through that tenant's own key or token, or the server admin's."""
+    import random
+
+    a, b = nodes
+    made = b.admin("POST", "/admin/tenants", json={"id": "other", "site": "https://other.example/"})
+    assert made.status_code == 201, made.text
+    other_key, other_token = made.json()["widget_key"], made.json()["admin_token"]
+    question = "What is the secret word of the other shop?"
+    added = httpx.post(f"{a.base}/admin/tenants/other/curated", headers={"Authorization": f"Bearer {other_token}"},
+                       json={"question": question, "answer": f"The word is {SECRET}.", "urls": []}, timeout=60)
+    assert added.status_code == 201, added.text
+    rng = random.Random(17)
+    keys = [a.widget_key, other_key, "pk_" + "x" * 22, "", other_key[:-1]]
+    tokens = [ADMIN, other_token, "fdt_" + "y" * 32, "", other_token + "x"]
+    ids = ["harbour", "other", "other", "t_other", "../other", "OTHER", "other ", "nobody", "frontdesk_t_other"]
+    shown = 0
+    for _ in range(FUZZ_N):
+        served = rng.choice(nodes)
+        if rng.random() < 0.5:
+            key = rng.choice(keys)
+            origin = rng.choice([site.url, "https://other.example"])
+            response = httpx.post(f"{served.base}/v1/chat", headers={"Origin": origin}, timeout=60,
+                                  json={"key": key, "question": rng.choice([question, "repair 5 cost"])})
+            allowed = key == other_key
+        else:
+            tenant_id, token = rng.choice(ids), rng.choice(tokens)
+            method, path, body = rng.choice([("GET", "curated", None), ("POST", "search", {"query": question}),
+                                             ("GET", "conversations", None), ("GET", "stats", None)])
+            response = httpx.request(method, f"{served.base}/admin/tenants/{tenant_id}/{path}", json=body,
+                                     headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=60)
+            allowed = tenant_id == "other" and token in (ADMIN, other_token)
+            assert response.status_code < 500, response.text
+        if SECRET in response.text:
+            assert allowed, (served.name, response.request.url, response.request.content, response.text[:300])
+            shown += 1
+        assert "Traceback" not in response.text
+    assert shown > 0  # the marker is reachable the right way: the fuzz is not vacuous
 
 
 def test_a_crawl_runs_on_one_node_and_the_other_takes_it_over_after_kill_9(nodes, pg_url, site):
@@ -167,51 +234,6 @@ def test_a_crawl_runs_on_one_node_and_the_other_takes_it_over_after_kill_9(nodes
     urls = {url.rsplit("/", 1)[-1] for url, _, _ in rows}
     assert urls >= {f"page-{i}.html" for i in range(PAGES)}, rows
     assert all(chunks > 0 and vectors == chunks for _, chunks, vectors in rows), rows
-    answer = httpx.post(f"{b.base}/v1/chat", json={"key": a.widget_key, "question": "How much does repair 5 cost?"},
-                        headers={"Origin": site.url}, timeout=60)
+    answer = httpx.post(f"{b.base}/v1/chat", headers={"Origin": site.url}, timeout=60,
+                        json={"key": a.widget_key, "question": "How much is a suspension service?"})
     assert answer.status_code == 200 and "15 euros" in answer.text, answer.text
-
-
-FUZZ_N = int(os.environ.get("FRONTDESK_FUZZ_N", "80"))
-"""Requests in the cross-tenant fuzz; `FRONTDESK_FUZZ_N=2000 pytest tests/test_pg_nodes.py -k fuzz` for a long run."""
-SECRET = "SECRET-OTHER-7731"
-
-
-def test_cross_tenant_fuzz_never_shows_one_tenants_data_to_another(nodes, site):
-    """Random tenant ids, widget keys and admin tokens against both nodes: another tenant's curated
-    answer (a marker) shows only through that tenant's own key or token, or the server admin's."""
-    import random
-
-    a, b = nodes
-    made = b.admin("POST", "/admin/tenants", json={"id": "other", "site": "https://other.example/"})
-    assert made.status_code == 201, made.text
-    other_key, other_token = made.json()["widget_key"], made.json()["admin_token"]
-    question = "What is the secret word of the other shop?"
-    added = httpx.post(f"{a.base}/admin/tenants/other/curated", headers={"Authorization": f"Bearer {other_token}"},
-                       json={"question": question, "answer": f"The word is {SECRET}.", "urls": []}, timeout=60)
-    assert added.status_code == 201, added.text
-    rng = random.Random(17)
-    keys = [a.widget_key, other_key, "pk_" + "x" * 22, "", other_key[:-1]]
-    tokens = [ADMIN, other_token, "fdt_" + "y" * 32, "", other_token + "x"]
-    ids = ["harbour", "other", "t_other", "../other", "OTHER", "other ", "nobody", "frontdesk_t_other"]
-    shown = 0
-    for _ in range(FUZZ_N):
-        served = rng.choice(nodes)
-        if rng.random() < 0.5:
-            key = rng.choice(keys)
-            response = httpx.post(f"{served.base}/v1/chat", headers={"Origin": site.url}, timeout=60,
-                                  json={"key": key, "question": rng.choice([question, "repair 5 cost"])})
-            allowed = key == other_key
-        else:
-            tenant_id, token = rng.choice(ids), rng.choice(tokens)
-            method, path, body = rng.choice([("GET", "curated", None), ("POST", "search", {"query": question}),
-                                             ("GET", "conversations", None), ("GET", "stats", None)])
-            response = httpx.request(method, f"{served.base}/admin/tenants/{tenant_id}/{path}", json=body,
-                                     headers={"Authorization": f"Bearer {token}"}, timeout=60)
-            allowed = tenant_id == "other" and token in (ADMIN, other_token)
-            assert response.status_code < 500, response.text
-        if SECRET in response.text:
-            assert allowed, (served.name, response.request.url, response.request.content, response.text[:300])
-            shown += 1
-        assert "Traceback" not in response.text
-    assert shown > 0  # the marker is reachable the right way: the fuzz is not vacuous

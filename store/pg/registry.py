@@ -24,10 +24,34 @@ from store.pg import migrations
 from store.pg.connect import PgConnection
 from store.pg.modules import POSTGRES
 from store.pg.tenants import PgTenants
-from store.tenants import Tenant, validate_tenant_id
+from store.tenants import Connection, Tenant, validate_tenant_id
 
 #: How long the registry trusts that an open tenant still exists (another node may delete it).
 RECHECK_S = 5.0
+
+
+class ScopedConnection:
+    """A tenant's pooled connection for one unit of work, unusable once the unit ends.
+
+    After `reading()` / `write()` the connection goes back to the pool and may serve another
+    tenant's transaction next: a reference kept by mistake (a lazy generator, a closure) must not
+    run a statement there. Every attribute is reached through this object, which refuses once
+    its unit of work is over."""
+
+    __slots__ = ("_conn", "_tenant_id")
+
+    def __init__(self, conn: PgConnection, tenant_id: str) -> None:
+        self._conn: PgConnection | None = conn
+        self._tenant_id = tenant_id
+
+    def __getattr__(self, name: str):
+        conn = self._conn
+        if conn is None:
+            raise StoreError(f"a connection of tenant {self._tenant_id} was used after its unit of work ended")
+        return getattr(conn, name)
+
+    def end(self) -> None:
+        self._conn = None
 
 
 class PgTenant(Tenant):
@@ -49,7 +73,7 @@ class PgTenant(Tenant):
         return f"postgres:{self.id}"
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[PgConnection]:
+    def reading(self) -> Iterator[Connection]:
         if self.closed:
             raise StoreError(f"tenant {self.id} is closed")
         writing = getattr(self._local, "conn", None)
@@ -57,10 +81,14 @@ class PgTenant(Tenant):
             yield writing
             return
         with self._tenants.read(self.id) as conn:
-            yield conn
+            scoped = ScopedConnection(conn, self.id)
+            try:
+                yield scoped
+            finally:
+                scoped.end()
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[PgConnection]:
+    def _transaction(self) -> Iterator[Connection]:
         if self.closed:
             raise StoreError(f"tenant {self.id} is closed")
         with self._write_lock:
@@ -69,11 +97,12 @@ class PgTenant(Tenant):
                 yield joined
                 return
             with self._tenants.write(self.id) as conn:
-                self._local.conn = conn
+                scoped = self._local.conn = ScopedConnection(conn, self.id)
                 try:
-                    yield conn
+                    yield scoped
                 finally:
                     self._local.conn = None
+                    scoped.end()
 
     def size_bytes(self) -> int:
         with self.reading() as conn:

@@ -203,7 +203,7 @@ def search(
         # scanning the graph until enough rows pass them (pgvector 0.8 iterative scans).
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', %s, true), "
                      "set_config('statement_timeout', %s, true)",
-                     (str(max(40, limit)), "relaxed_order" if where.as_string(conn) else "off",
+                     (str(max(40, limit)), "relaxed_order" if where.as_string(None) else "off",
                       str(max(1, int(time_limit_s * 1000)))))
         rows = conn.execute(query, args).fetchall()
     fetched_ms = (time.perf_counter() - started) * 1000
