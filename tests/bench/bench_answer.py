@@ -5,6 +5,8 @@ after `frontdesk serve` starts (BENCH_BASELINE=<a checkout> adds an older revisi
 
 `--workers N` instead serves the tenant with `frontdesk serve --workers N` and reports, at 10 and 50
 concurrent streams, TTFT p50/p95/p99, answers/s, errors and the RSS of every server process.
+`--nodes N` serves it from PostgreSQL by one and by N `frontdesk serve` processes on one database
+(and from its SQLite file beside them), at 1, 10 and 50 concurrent streams.
 
 The tenant is the pypug fixture (real text, real questions) topped up to 10,000 chunks with
 synthetic passages; the answer cache is off so every request runs the whole pipeline.
@@ -110,7 +112,11 @@ def _server_rss_mb(base_pid: int) -> float:
     return (total or int(own or 0)) / 1024
 
 
-async def _load(base: str, key: str, concurrency: int, requests: int, questions: list[str]) -> list[dict]:
+async def _load(base: str | list[str], key: str, concurrency: int, requests: int,
+                questions: list[str]) -> list[dict]:
+    """`requests` questions from `concurrency` streams at once; with several base URLs (nodes),
+    the requests go round robin to them, as a load balancer would send them."""
+    bases = [base] if isinstance(base, str) else base
     results: list[dict] = []
     queue = list(range(requests))
     limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5)
@@ -118,7 +124,8 @@ async def _load(base: str, key: str, concurrency: int, requests: int, questions:
         async def worker() -> None:
             while queue:
                 n = queue.pop()
-                results.append(await _one(client, base, key, questions[n % len(questions)] + f" (#{n})"))
+                results.append(await _one(client, bases[n % len(bases)], key,
+                                          questions[n % len(questions)] + f" (#{n})"))
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
     return results
@@ -268,7 +275,94 @@ def run_workers(workers: int, quick: bool = False) -> dict:
             "rss": rss_rows, "cpus": os.cpu_count()}
 
 
-def run(quick: bool = False, workers: int | None = None) -> dict:
+def _wait_ready(process: subprocess.Popen, base: str, log: Path, timeout: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the server did not get ready:\n{log.read_text()[-4000:]}")
+        try:
+            if httpx.get(f"{base}/readyz", timeout=5.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+
+
+def _sweep(bases: list[str], key: str, questions: list[str], quick: bool, label: dict) -> list[dict]:
+    rows = []
+    for concurrency in (1, 10, 50):
+        requests = {1: 30, 10: 100, 50: 200}[concurrency] // (3 if quick else 1)
+        started = time.perf_counter()
+        results = asyncio.run(_load(bases, key, concurrency, requests, questions))
+        wall = time.perf_counter() - started
+        ok = [r for r in results if r["status"] == 200 and not r.get("error")]
+        row = {**label, "concurrency": concurrency, "requests": len(results), "ok": len(ok),
+               "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1)}
+        for key_name in ("client_ttft_ms", "server_ttft_ms"):
+            stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
+            row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"]})
+        rows.append(row)
+    return rows
+
+
+def run_nodes(nodes: int, quick: bool = False) -> dict:
+    """The answer load at 1/10/50 concurrent streams on the PostgreSQL backend, served by one and
+    by `nodes` `frontdesk serve` processes (one worker each, their own data dirs) on one database,
+    requests spread round robin; the same tenant on its SQLite file, one process, beside them."""
+    import contextlib
+
+    from store.pg.tenants import connected
+    from store.pg.transfer import import_postgres
+    from tests.pg import postgres_server
+    from tests.server import ROOT, _stop
+
+    rows: list[dict] = []
+    url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        data = tmp / "data"
+        chunks, key = _tenant(data)  # closed: its WAL folded into the file, which is imported below
+        if not url:
+            url = stack.enter_context(postgres_server())
+        tenants = stack.enter_context(connected(url))
+        if tenants.exists("pypug"):
+            tenants.delete("pypug")
+        import_postgres(tenants, "pypug", data / "tenants" / "pypug.db")
+        questions = [q for q, _ in PYPUG_QUESTIONS]
+        common = {"cache_entries": 0, "rate_per_ip": 100000, "rate_burst_ip": 100000, "rate_per_tenant": 100000}
+        for backend, count in (("sqlite", 1), ("postgres", 1), ("postgres", nodes)):
+            started = []
+            try:
+                for n in range(count):
+                    node_data = tmp / f"{backend}-{count}-{n}"
+                    if backend == "sqlite":
+                        node_data = data
+                    else:
+                        node_data.mkdir(exist_ok=True)
+                        models = data / "models"
+                        if models.exists() and not (node_data / "models").exists():
+                            (node_data / "models").symlink_to(models.resolve(), target_is_directory=True)
+                    extra = {"database_url": url, "database_pool_size": 8} if backend == "postgres" else {}
+                    started.append(_start(node_data, ROOT, **common, **extra))
+                for process, base, log in started:
+                    _wait_ready(process, base, log)
+                bases = [base for _, base, _ in started]
+                asyncio.run(_load(bases, key, 2 * count, 10 * count, questions))  # warm every node
+                rows += _sweep(bases, key, questions, quick, {"backend": backend, "nodes": count})
+            finally:
+                for process, _, log in started:
+                    _stop(process)
+                    log.unlink(missing_ok=True)
+    print_table(f"Answer latency on one database: nodes = `frontdesk serve` processes (one worker each), "
+                f"extractive answerer, {chunks}-chunk tenant, cache off, loopback, {os.cpu_count()} cores", rows,
+                ["backend", "nodes", "concurrency", "requests", "ok", "errors", "answers_per_s", "client_ttft_ms_p50",
+                 "client_ttft_ms_p95", "server_ttft_ms_p50", "server_ttft_ms_p95"])
+    return {"_name": f"answer-nodes-{nodes}", "nodes": nodes, "chunks": chunks, "rows": rows, "cpus": os.cpu_count()}
+
+
+def run(quick: bool = False, workers: int | None = None, nodes: int | None = None) -> dict:
+    if nodes is not None:
+        return run_nodes(nodes, quick)
     if workers is not None:
         return run_workers(workers, quick)
     rows = []
