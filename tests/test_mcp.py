@@ -3,6 +3,7 @@ the tool list and schemas, kb.search / kb.get / kb.ask on a real tenant, and err
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +35,8 @@ PAGES = [
 ]
 
 
-def build_tenant(data: Path, tenant_id: str) -> None:
-    ctx = Context(Settings(data_dir=str(data)))
+def build_tenant(data: Path, tenant_id: str, database_url: str = "") -> None:
+    ctx = Context(Settings(data_dir=str(data), database_url=database_url))
     try:
         tenant, _ = ctx.create_tenant(tenant_id, "https://bakery.test/")
         indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
@@ -59,17 +60,25 @@ def data(tmp_path_factory) -> Path:
     return folder
 
 
-def server_params(data: Path, tenant_id: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, cwd=ROOT,
+def server_params(data: Path, tenant_id: str, database_url: str = "") -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTDESK_")}
+    if database_url:
+        env["FRONTDESK_DATABASE_URL"] = database_url
+    return StdioServerParameters(command=sys.executable, cwd=ROOT, env=env,
                                  args=["-m", "app", "mcp", "--tenant", tenant_id, "--data-dir", str(data)])
 
 
-@pytest.fixture(scope="module")
-def mcp(data, tmp_path_factory):
-    """One server process for the module; tests call it through a blocking portal."""
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def mcp(request, data, tmp_path_factory):
+    """One server process per backend for the module (the same tenant built in the SQLite files,
+    or in a real PostgreSQL); tests call it through a blocking portal."""
+    url = ""
+    if request.param == "postgres":
+        url = request.getfixturevalue("pg_url")
+        build_tenant(data, "bakery", url)
     log = tmp_path_factory.mktemp("mcp-log") / "server.stderr"
     with open(log, "w") as errlog, start_blocking_portal() as portal:
-        client = Client(stdio_client(server_params(data, "bakery"), errlog=errlog))
+        client = Client(stdio_client(server_params(data, "bakery", url), errlog=errlog))
         with portal.wrap_async_context_manager(client):
 
             def call(name: str, arguments: dict | None = None):
