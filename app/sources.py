@@ -30,6 +30,9 @@ def group_hits(hits: Sequence[Hit], max_sources: int) -> list[Source]:
             if source.text.count("\n\n") < 1 and hit.similarity > 0.2:
                 source.text += "\n\n" + hit.text
                 source.context += " " + " ".join(hit.heading_path)
+                # The source is as similar as the best passage it carries: which of a page's
+                # passages ranks first can turn on a near tie of the lexical side.
+                source.similarity = max(source.similarity, hit.similarity)
             continue
         if len(sources) >= max_sources:
             continue
