@@ -301,7 +301,7 @@ def bench_golden_backends(quick: bool) -> list[dict]:
     from tests.bench.bench_eval import DATA, EVAL, site_tenant
     from tests.pg import postgres_server
 
-    sets = GOLDEN_BACKEND_SETS[:2] if quick else GOLDEN_BACKEND_SETS
+    sets = GOLDEN_BACKEND_SETS
     rows = []
     url = os.environ.get("FRONTDESK_DATABASE_URL", "").strip()
     lite = Context(Settings.from_env({}, data_dir=DATA))
