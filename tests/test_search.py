@@ -265,3 +265,23 @@ def test_is_repeated_finds_text_the_site_repeats_on_many_pages(small_tenants):
     assert not is_repeated(conn, "We sell sourdough bread and croissants. Page 2 explains our sourdough", 2)
     assert not is_repeated(conn, "sourdough bread", 1)  # too short to call boilerplate
     assert not is_repeated(conn, '"" NEAR( * ^', 1)
+
+
+def test_the_search_time_limit_counts_cpu_not_waiting():
+    """store/connect.py `time_limit`: a statement that burns its CPU budget is cut off; time spent
+    waiting for a core or the GIL (a burst of visitors) does not count against it."""
+    import time as clock
+
+    import apsw
+
+    from store.connect import time_limit
+
+    conn = apsw.Connection(":memory:")
+    endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+    started = clock.monotonic()
+    with pytest.raises(apsw.InterruptError), time_limit(conn, 0.2):
+        conn.execute(endless).fetchall()
+    assert clock.monotonic() - started < 5
+    with time_limit(conn, 0.2):
+        clock.sleep(0.4)  # waiting, as a starved thread does
+        assert conn.execute(endless.replace("FROM c)", "FROM c LIMIT 1000)")).fetchone() == (1000,)

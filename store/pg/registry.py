@@ -34,9 +34,10 @@ class ScopedConnection:
     """A tenant's pooled connection for one unit of work, unusable once the unit ends.
 
     After `reading()` / `write()` the connection goes back to the pool and may serve another
-    tenant's transaction next: a reference kept by mistake (a lazy generator, a closure) must not
-    run a statement there. Every attribute is reached through this object, which refuses once
-    its unit of work is over."""
+    tenant's transaction next: a reference kept by mistake (a closure, a generator not started
+    yet) must not run a statement there. Every attribute is reached through this object, which
+    refuses once its unit of work is over. (A cursor taken inside the unit is psycopg's own:
+    functions that return lazily, such as `curated_vectors`, are consumed inside it.)"""
 
     __slots__ = ("_conn", "_tenant_id")
 
