@@ -218,11 +218,11 @@ class Answerer:
     def retrieve(self, tenant: Tenant, question: str, page: PageContext | None, lang: str,
                  conversation_id: str | None, history: list[tuple[str, str]] | None = None) -> Retrieval:
         started = time.perf_counter()
-        config = tenant.config()
-        settings = config.answer
-        embedder = self.ctx.tenant_embedder(tenant)
         store = tenant.store
-        with tenant.reading() as conn:
+        with tenant.reading() as conn:  # one unit of work: on PostgreSQL each is a transaction
+            config = tenant.config(conn)
+            settings = config.answer
+            embedder = self.ctx.tenant_embedder(tenant, conn)
             if history is None:
                 history = store.conversations.history(conn, conversation_id) if conversation_id else []
             # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.

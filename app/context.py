@@ -11,7 +11,7 @@ from store import vector_index
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.search import DEFAULT_FUSION, Filters, FusionParams, Mode, SearchResult
-from store.tenants import Registry, Tenant, TenantRegistry, validate_tenant_id
+from store.tenants import Connection, Registry, Tenant, TenantRegistry, validate_tenant_id
 
 
 class Context:
@@ -35,18 +35,21 @@ class Context:
         self.tenant_embedder(tenant)
         return tenant
 
-    def tenant_embedder(self, tenant: Tenant) -> Embedder:
-        """The embedder a tenant's vectors were made with (checked against its config and weights)."""
-        model = tenant.config().model
+    def tenant_embedder(self, tenant: Tenant, conn: Connection | None = None) -> Embedder:
+        """The embedder a tenant's vectors were made with (checked against its config and weights),
+        read on `conn` when the caller is inside a unit of work of the tenant already."""
+        if conn is None:
+            with tenant.reading() as conn:
+                return self.tenant_embedder(tenant, conn)
+        model = tenant.config(conn).model
         if model not in MODELS:
             raise ModelMismatch(
                 f"tenant {tenant.id} uses model {model!r}, which this build does not have; "
                 f"run `frontdesk reindex {tenant.id}` to rebuild it with one of {', '.join(MODELS)}"
             )
         embedder = self.embedder(model)
-        with tenant.reading() as conn:
-            tenant.store.migrations.check_model(conn, tenant.id, embedder.id, embedder.dim)
-            stored = tenant.store.migrations.read_meta(conn).get("embedder_fingerprint", embedder.fingerprint)
+        tenant.store.migrations.check_model(conn, tenant.id, embedder.id, embedder.dim)
+        stored = tenant.store.migrations.read_meta(conn).get("embedder_fingerprint", embedder.fingerprint)
         if stored != embedder.fingerprint:
             raise ModelMismatch(
                 f"tenant {tenant.id} was indexed with different weights of {embedder.id} "

@@ -176,6 +176,9 @@ class Tenant(abc.ABC):
                 self.set_config(config, conn)
             return
         self.store.migrations.set_site_config(conn, encode_config(config).decode(), time.time())
+        # Answers depend on the config: every worker's and node's cache, keyed by the generation,
+        # goes stale with it (not only the cache of the process that took the change).
+        self.bump_generation(conn)
 
     def check_admin_token(self, token: str) -> bool:
         return bool(self.admin_token_hash) and hmac.compare_digest(hash_token(token), self.admin_token_hash)
