@@ -525,6 +525,28 @@ def test_a_chunk_is_stemmed_in_its_own_language(tmp_path, pg, corpus):
         post.close()
 
 
+def test_words_are_split_at_punctuation_as_fts5_splits_them(tmp_path, pg, corpus):
+    """PostgreSQL's parser reads `setup.py` and `pyproject.toml` as single host tokens and `3.7`
+    as one number; FTS5 and the visitor's terms split them, so before migration 3 "toml" found
+    nothing on PostgreSQL."""
+    text = "Replace python setup.py install: declare it in pyproject.toml. Needs Python 3.7, command-line only."
+    other = "Build a wheel with the build frontend and upload it with twine."
+    chunks = [ChunkRow(hash=f"p-{i}", kind="prose", lang="en", text=t, heading_path=("Guide",), position=i,
+                       uid=f"p-{i}", tokens=20, vector=vector_bytes(corpus.embedder.embed([t])[0]))
+              for i, t in enumerate((text, other))]
+    page = PageWrite(url="https://docs.test/guide/", title="Guide", lang="en", content_hash="p", chunks=chunks)
+    lite, post = SqliteSide(tmp_path, corpus.embedder), PgSide(pg, corpus.embedder)
+    try:
+        lite.write(page)
+        post.write(page)
+        for question in ("toml", "what replaces setup py", "is 3.7 supported", "command line", "pyproject.toml"):
+            for side in (lite, post):
+                assert [h.text for h in side.search(question, None, mode="bm25").hits] == [text], (question, side)
+    finally:
+        lite.close()
+        post.close()
+
+
 def test_a_database_that_is_not_there_is_one_clear_error():
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))

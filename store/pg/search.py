@@ -112,18 +112,25 @@ lens AS MATERIALIZED (
     -- and below its average over the candidates.
     SELECT co.id, c.tsv, length(c.tsv) AS dl
     FROM coarse co JOIN chunks c ON c.id = co.id),
-avgdl AS (SELECT greatest(avg(dl), 1) AS a FROM lens),
+avgdl AS MATERIALIZED (SELECT greatest(avg(dl), 1) AS a FROM lens),
+frequencies AS MATERIALIZED (
+    -- Each candidate's tsvector read once: the weighted occurrences of every query lexeme in it
+    -- (a word's frequency counts each occurrence at its part's weight: title 3, heading 1.5,
+    -- text 1, the tsvector's A, B and D).
+    SELECT l.id, u.lexeme, sum(CASE x.w WHEN 'A' THEN 3.0 WHEN 'B' THEN 1.5 ELSE 1.0 END) AS tf
+    FROM lens l CROSS JOIN LATERAL unnest(l.tsv) AS u CROSS JOIN LATERAL unnest(u.weights) AS x(w)
+    WHERE u.lexeme = ANY(ARRAY(SELECT DISTINCT unnest(lexemes) FROM terms))
+    GROUP BY l.id, u.lexeme),
+per_word AS (
+    SELECT m.id, m.word, m.cfg, coalesce(sum(q.tf), 0) AS tf
+    FROM lens l JOIN matches m ON m.id = l.id JOIN terms t USING (word, cfg)
+    LEFT JOIN frequencies q ON q.id = m.id AND q.lexeme = ANY(t.lexemes)
+    GROUP BY m.id, m.word, m.cfg),
 lexical AS MATERIALIZED (
-    -- BM25 (k1 1.2, b 0.75) as FTS5 computes it: a word's frequency counts each occurrence at
-    -- its part's weight (title 3, heading 1.5, text 1: the tsvector's A, B and D).
-    SELECT m.id, sum(i.idf * f.tf * 2.2 / (f.tf + 1.2 * (0.25 + 0.75 * l.dl / a.a)))::float4 AS rank
-    FROM lens l JOIN matches m ON m.id = l.id JOIN idf i USING (word, cfg) JOIN terms t USING (word, cfg)
-    CROSS JOIN avgdl a
-    CROSS JOIN LATERAL (
-        SELECT coalesce(sum(CASE x.w WHEN 'A' THEN 3.0 WHEN 'B' THEN 1.5 ELSE 1.0 END), 0) AS tf
-        FROM unnest(l.tsv) AS u CROSS JOIN LATERAL unnest(u.weights) AS x(w)
-        WHERE u.lexeme = ANY(t.lexemes)) AS f
-    GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %(limit)s)"""
+    -- BM25 (k1 1.2, b 0.75) as FTS5 computes it.
+    SELECT w.id, sum(i.idf * w.tf * 2.2 / (w.tf + 1.2 * (0.25 + 0.75 * l.dl / a.a)))::float4 AS rank
+    FROM per_word w JOIN lens l ON l.id = w.id JOIN idf i USING (word, cfg) CROSS JOIN avgdl a
+    GROUP BY w.id ORDER BY rank DESC, w.id LIMIT %(limit)s)"""
 _ON_PAGE = """
 on_page AS (
     SELECT pc.chunk_id AS id FROM page_chunks pc JOIN pages p ON p.id = pc.page_id
@@ -131,21 +138,28 @@ on_page AS (
 _EMPTY = {"dense": "dense AS (SELECT NULL::bigint AS id, NULL::float8 AS distance WHERE false)",
           "lexical": "lexical AS (SELECT NULL::bigint AS id, NULL::float4 AS rank WHERE false)",
           "on_page": "on_page AS (SELECT NULL::bigint AS id WHERE false)"}
-_SELECT = """
+_CANDIDATES = """
 SELECT c.id, d.distance, l.rank, {similarity} AS similarity, (o.id IS NOT NULL) AS on_page,
-       c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path, c.embedding IS NOT NULL
+       c.embedding IS NOT NULL
 FROM (SELECT id FROM dense UNION SELECT id FROM lexical UNION SELECT id FROM on_page) AS cand
 JOIN chunks c ON c.id = cand.id
 LEFT JOIN dense d ON d.id = c.id
 LEFT JOIN lexical l ON l.id = c.id
-LEFT JOIN on_page o ON o.id = c.id
-LEFT JOIN LATERAL (
-    -- The page a chunk is shown from, as store/search.py: the visitor's page if the chunk is on
-    -- it, else the shortest URL (the original, not a mirror under a prefix).
-    SELECT p.url, p.title, pc.heading_path FROM page_chunks pc JOIN pages p ON p.id = pc.page_id
-    WHERE pc.chunk_id = c.id AND p.status = 'active' AND starts_with(p.url, %(shown_prefix)s)
+LEFT JOIN on_page o ON o.id = c.id"""
+#: The shown hits' text and the page each is shown from, as store/search.py: the visitor's page
+#: if the chunk is on it, else the shortest URL (the original, not a mirror under a prefix).
+#: Read for the fused window only (the candidates are several times as many).
+_DETAILS = """
+SELECT c.id, c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path
+FROM chunks c CROSS JOIN LATERAL (
+    SELECT p.url, p.title, pc.heading_path FROM page_chunks pc CROSS JOIN LATERAL (
+        -- OFFSET 0: each page by its key; flattened, the planner hashed every page per chunk.
+        SELECT p.url, p.title, p.id FROM pages p
+        WHERE p.id = pc.page_id AND p.status = 'active' AND starts_with(p.url, %(shown_prefix)s) OFFSET 0) AS p
+    WHERE pc.chunk_id = c.id
     ORDER BY (p.url = %(prefer_url)s) DESC, length(p.url), p.id LIMIT 1
-) AS shown ON true"""
+) AS shown
+WHERE c.id = ANY(%(ids)s)"""
 
 
 def search(
@@ -189,10 +203,9 @@ def search(
         sql.SQL(_ON_PAGE) if boosting else sql.SQL(_EMPTY["on_page"]),
     ]
     similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
-    query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_SELECT).format(similarity=similarity)
-    args.update(limit=limit, coarse=COARSE * limit, words=words,
-                boost_url=boost_url or "", page_chunks=PAGE_CHUNKS, prefer_url=boost_url or "",
-                shown_prefix=(filters.url_prefix if filters else None) or "")
+    query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_CANDIDATES).format(similarity=similarity)
+    args.update(limit=limit, coarse=COARSE * limit, words=words, boost_url=boost_url or "",
+                page_chunks=PAGE_CHUNKS)
     if vector is not None:
         args["vector"] = query_to_pg(vector)
     # The visitor's page URL and the filters come from outside; PostgreSQL text cannot hold U+0000
@@ -215,9 +228,9 @@ def search(
     # Reported as SQLite reports bm25: lower is better.
     lexical = [(cid, -rank) for cid, rank in ranked_lexical]
     similarities = {int(r[0]): float(r[3]) for r in rows if r[3] is not None}
-    details = {int(r[0]): r[5:] for r in rows}
+    embedded = {int(r[0]): bool(r[5]) for r in rows}
     if embed_pending is not None and mode == "hybrid" and vector is not None:
-        waiting = [cid for cid, _ in ranked_lexical[:PENDING_CANDIDATES] if not details[cid][6]]
+        waiting = [cid for cid, _ in ranked_lexical[:PENDING_CANDIDATES] if not embedded[cid]]
         for cid, measured in _measure(pending_rows(conn, waiting), vector, embed_pending).items():
             dense.append((cid, 1.0 - measured))  # as the dense side's cosine distance
             similarities[cid] = measured
@@ -232,18 +245,20 @@ def search(
     bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
     bm25_score = dict(lexical)
     window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
+    details = _details(conn, [cid for cid, _ in window], boost_url,
+                       (filters.url_prefix if filters else None) or "") if window else {}
     hits: list[Hit] = []
     for cid, score in window:
-        chunk_text, kind, lang, url, title, heading_path, embedded = details[cid]
-        if url is None:  # on no active page (within the URL filter): not shown, as in SQLite
+        if cid not in details:  # on no active page (within the URL filter): not shown, as in SQLite
             continue
+        chunk_text, kind, lang, url, title, heading_path = details[cid]
         if prefer_lang and lang_boost and lang == prefer_lang:
             score += lang_boost * (ranked[0][1] if ranked else 0.0)
         hits.append(Hit(
             chunk_id=cid, score=score, similarity=similarities.get(cid, 0.0), text=chunk_text, kind=kind,
             lang=lang, url=url, title=title, heading_path=json.loads(heading_path),
             dense_rank=dense_rank.get(cid), bm25_rank=bm25_rank.get(cid), bm25=bm25_score.get(cid),
-            embedded=embedded,
+            embedded=embedded[cid],
         ))
     hits.sort(key=lambda h: -h.score)
     hits = hits[:k]
@@ -253,6 +268,14 @@ def search(
         result_trace = Trace(mode=mode, fts_query=" | ".join(words), dense=dense, bm25=lexical,
                              fused=ranked[: max(k, 20)], timings_ms=timings)
     return SearchResult(hits=hits, trace=result_trace)
+
+
+def _details(conn: PgConnection, ids: list[int], prefer_url: str | None,
+             shown_prefix: str) -> dict[int, tuple[str, str, str, str, str, str]]:
+    """Chunk id → (text, kind, lang, url, title, heading path) for the chunks on an active page."""
+    rows = conn.execute(_DETAILS, {"ids": ids, "prefer_url": strip_nul(prefer_url or ""),
+                                   "shown_prefix": strip_nul(shown_prefix)}).fetchall()
+    return {int(r[0]): r[1:] for r in rows}
 
 
 def _measure(chunks, vector: np.ndarray, embed_pending: EmbedPending) -> dict[int, float]:
