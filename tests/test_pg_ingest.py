@@ -7,6 +7,7 @@ and a folder indexed into both backends gives the same pages and chunks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import time
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from app.__main__ import main as cli
 from ingest.embed import DEFAULT_MODEL, Embedder
 from ingest.embed_stage import EmbedStage, pending_embedder
 from ingest.extract import extract
@@ -168,6 +170,25 @@ def test_search_on_postgres_finds_the_page_that_answers(folder_indexed, embedder
         with sqlite.reading() as conn:  # the tenant file answers with the same page
             assert sqlite.store.search.search(conn, question, embedder.embed_query(question), k=5).hits[0].url \
                 == hits[0].url
+
+
+def test_eval_golden_runs_on_postgres_as_on_the_tenant_file(folder_indexed, ctx, pg_url, monkeypatch, capsys):
+    """`frontdesk eval ID --golden FILE` with FRONTDESK_DATABASE_URL set asks the PostgreSQL tenant."""
+    tenant, _, _, _ = folder_indexed
+    golden = ctx.data_dir.parent / "golden.jsonl"
+    lines = [json.dumps({"q": q, "expect_url": [page.lstrip("/")], "kind": "answerable"})
+             for q, page in QUESTIONS.items()]
+    lines.append(json.dumps({"q": "what is the airspeed of an unladen swallow", "kind": "unanswerable"}))
+    golden.write_text("\n".join(lines) + "\n")
+    reports = {}
+    for backend, url, tenant_id in (("postgres", pg_url, tenant.id), ("sqlite", "", "demo-folder")):
+        monkeypatch.setenv("FRONTDESK_DATABASE_URL", url)
+        assert cli(["--data-dir", str(ctx.data_dir), "--json", "eval", tenant_id, "--golden", str(golden)]) == 0
+        reports[backend] = json.loads(capsys.readouterr().out)
+    post, lite = reports["postgres"], reports["sqlite"]
+    assert post["questions"] == lite["questions"] == len(QUESTIONS) + 1
+    assert post["metrics"]["recall_at_5"] == lite["metrics"]["recall_at_5"] == 1.0
+    assert post["metrics"]["honest_refusal"] == lite["metrics"]["honest_refusal"]
 
 
 def test_indexing_the_same_folder_again_writes_and_embeds_nothing(folder_indexed, embedder):
