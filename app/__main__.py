@@ -561,7 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: The commands that work on the PostgreSQL backend (FRONTDESK_DATABASE_URL) in this build.
 #: `eval --beir` builds its own scratch corpus file under the data dir whichever backend tenants use.
 POSTGRES_COMMANDS = frozenset({"tenant create", "tenant list", "tenant delete", "tenant export", "tenant import",
-                               "index", "crawl", "search", "stats", "ask", "mcp", "serve", "eval"})
+                               "index", "crawl", "search", "stats", "ask", "mcp", "serve", "eval", "reindex"})
 
 
 def main(argv: list[str] | None = None) -> int:

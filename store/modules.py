@@ -23,6 +23,7 @@ from store import (
     page_content,
     pages,
     pending,
+    reindex,
     search,
     webhooks,
 )
@@ -44,6 +45,7 @@ class StoreModules(msgspec.Struct, frozen=True, kw_only=True):
     page_content: ModuleType
     pages: ModuleType
     pending: ModuleType
+    reindex: ModuleType
     search: ModuleType
     webhooks: ModuleType
 
@@ -51,5 +53,5 @@ class StoreModules(msgspec.Struct, frozen=True, kw_only=True):
 SQLITE = StoreModules(
     backend="sqlite", analytics=analytics, contacts=contacts, conversations=conversations, crawls=crawls,
     curated=curated, manifests=manifests, migrations=migrations, page_content=page_content, pages=pages,
-    pending=pending, search=search, webhooks=webhooks,
+    pending=pending, reindex=reindex, search=search, webhooks=webhooks,
 )

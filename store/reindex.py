@@ -54,6 +54,11 @@ def all_unstaged_chunks(conn: apsw.Connection) -> list[ChunkText]:
                         "(SELECT 1 FROM reindex_vectors r WHERE r.chunk_id = c.id)"))
 
 
+def lock_chunks(conn: apsw.Connection) -> None:
+    """Nothing to do: the caller's write transaction already keeps every other writer out (on
+    PostgreSQL this locks the chunks table; store/pg/reindex.py)."""
+
+
 def questions_to_embed(conn: apsw.Connection) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
     """(id, question) of every curated answer, and of every gap that has a vector."""
     curated: list[Row] = conn.execute("SELECT id, question FROM curated").fetchall()

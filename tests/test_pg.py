@@ -559,8 +559,7 @@ def test_a_database_that_is_not_there_is_one_clear_error():
         open_pool("not a url", timeout=1)
 
 
-@pytest.mark.parametrize("command", [["backup", "acme", "out.db"], ["restore", "acme", "in.db"],
-                                     ["reindex", "acme"], ["quickstart"]])
+@pytest.mark.parametrize("command", [["backup", "acme", "out.db"], ["restore", "acme", "in.db"], ["quickstart"]])
 def test_a_command_that_runs_on_sqlite_only_refuses_while_a_database_is_configured(tmp_path, monkeypatch, capsys,
                                                                                    command):
     """With FRONTDESK_DATABASE_URL set, a command that would quietly read or write the SQLite files

@@ -191,6 +191,55 @@ def test_eval_golden_runs_on_postgres_as_on_the_tenant_file(folder_indexed, ctx,
     assert post["metrics"]["honest_refusal"] == lite["metrics"]["honest_refusal"]
 
 
+def _embeddings(tenant: Tenant) -> dict[int, str]:
+    with tenant.reading() as conn:
+        rows = conn.execute("SELECT id, embedding::text FROM chunks WHERE embedding IS NOT NULL")
+        return {int(r[0]): r[1] for r in rows}
+
+
+def test_reindex_on_postgres_rebuilds_the_vectors_and_switches_the_model(ctx, embedder, registry, pg_url,
+                                                                        monkeypatch, capsys):
+    """`frontdesk reindex ID` on a tenant schema: with its own model the same vectors and rankings
+    again; with `--model` another dimension (384 → 512), the HNSW index rebuilt, the curated
+    answer's vector and the pinned model changed in one go, and search answering with the new model."""
+    site = DEMO_ORIGIN + "/"
+    monkeypatch.setenv("FRONTDESK_DATABASE_URL", pg_url)
+    data = ["--data-dir", str(ctx.data_dir), "--json"]
+    with pg_tenant(registry, embedder, site) as tenant:
+        index_folder(tenant, embedder, DEMO, site)
+        with tenant.write() as conn:
+            tenant.store.curated.add(conn, question="Do you deliver?", normalized="do you deliver",
+                                     answer="Yes, within 5 km.", urls=[], lang="en",
+                                     vector=embedder.embed_query("Do you deliver?"))
+        before = _embeddings(tenant)
+        top = {q: search(tenant, embedder, q)[0].url for q in QUESTIONS}
+        generation = tenant.generation()
+
+        assert cli([*data, "reindex", tenant.id, "--batch", "16"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert (summary["model"], summary["previous_model"]) == (embedder.id, embedder.id)
+        assert summary["chunks"] == len(before)
+        assert _embeddings(tenant) == before  # one text per run: the same text gives the same vector
+        assert {q: search(tenant, embedder, q)[0].url for q in QUESTIONS} == top
+        assert tenant.generation() > generation
+        assert one(tenant, "SELECT to_regclass('reindex_vectors') IS NULL")
+
+        assert cli([*data, "reindex", tenant.id, "--model", "use-multilingual-v3"]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        assert (summary["model"], summary["dim"], summary["curated"]) == ("use-multilingual-v3", 512, 1)
+        with tenant.reading() as conn:
+            meta = tenant.store.migrations.read_meta(conn)
+            assert (meta["embedder_id"], meta["embedder_dim"]) == ("use-multilingual-v3", "512")
+            assert conn.execute("SELECT DISTINCT vector_dims(embedding) FROM chunks").fetchall() == [(512,)]
+            assert conn.execute("SELECT length(embedding) FROM curated").fetchone() == (512 * 4,)
+            assert conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() "
+                                "AND indexname = 'chunks_embedding'").fetchone() == (1,)
+        assert tenant.config().model == "use-multilingual-v3"
+        switched = ctx.embedder("use-multilingual-v3")
+        hits = search(tenant, switched, "what time do you open on sundays")
+        assert hits and hits[0].dense_rank is not None and hits[0].url.startswith(DEMO_ORIGIN)
+
+
 def test_indexing_the_same_folder_again_writes_and_embeds_nothing(folder_indexed, embedder):
     tenant, _, _, _ = folder_indexed
     before, generation = stats(tenant), tenant.generation()

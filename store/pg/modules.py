@@ -14,6 +14,7 @@ from store.pg import (
     page_content,
     pages,
     pending,
+    reindex,
     search,
     webhooks,
 )
@@ -21,5 +22,5 @@ from store.pg import (
 POSTGRES = StoreModules(
     backend="postgres", analytics=analytics, contacts=contacts, conversations=conversations, crawls=crawls,
     curated=curated, manifests=manifests, migrations=migrations, page_content=page_content, pages=pages,
-    pending=pending, search=search, webhooks=webhooks,
+    pending=pending, reindex=reindex, search=search, webhooks=webhooks,
 )
