@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from app.answer import Answerer
 from app.context import Context
+from app.workers import release_free_memory
 from ingest.embed_stage import EmbedStage
 from ingest.lang import detect_language
 from store.errors import FrontdeskError
@@ -64,6 +65,7 @@ class Warmer:
         self.warm_process()
         for tenant_id in self.ctx.registry.ids():
             self.warm_tenant(tenant_id)
+        release_free_memory()
 
     def warm_later(self, tenant_id: str) -> None:
         """Warm one tenant in the background thread (after a crawl changed it, say); a tenant
@@ -77,6 +79,7 @@ class Warmer:
             with self._lock:
                 self._pending.discard(tenant_id)
             self.warm_tenant(tenant_id)
+            release_free_memory()  # what the tenant's previous index and the crawl left free
 
         with contextlib.suppress(RuntimeError):  # shutting down: nothing left to warm for
             self._later.submit(run)

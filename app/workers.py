@@ -1,7 +1,7 @@
 """How many worker processes `frontdesk serve` runs: from FRONTDESK_WORKERS / `--workers`, else one
 per core as far as the memory available allows at ~350 MB each (the model and tenants are loaded
 once per worker). Inside a container the cgroup's CPU quota and memory limit count, not the host's.
-And how their memory is kept in bounds: `limit_malloc_arenas`."""
+And how their memory is kept in bounds: `limit_malloc_arenas`, `release_free_memory`."""
 
 from __future__ import annotations
 
@@ -37,6 +37,20 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
         return False
     with contextlib.suppress(OSError, AttributeError):
         return bool(ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, arenas))
+    return False
+
+
+def release_free_memory() -> bool:
+    """Give the pages glibc's malloc holds free back to the system (`malloc_trim(0)`: every arena,
+    from the middle of a heap too, not only its top). Loading the model, the language profiles
+    and a tenant's index frees what it parsed and copied on the way, and glibc keeps those pages:
+    one call after warming took an answering worker's idle RSS (10k-chunk tenant, 30 questions
+    later) from ~231 to ~215 MB. Costs milliseconds; call it where loading ends, not per request.
+    True when memory went back; False when none did or the C library is not glibc."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    with contextlib.suppress(OSError, AttributeError):
+        return bool(ctypes.CDLL("libc.so.6").malloc_trim(0))
     return False
 
 

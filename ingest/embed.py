@@ -191,15 +191,12 @@ class OnnxMiniLM(Embedder):
             tokenizer = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
             tokenizer.no_padding()
             tokenizer.enable_truncation(max_length=self.max_tokens)
-            counter = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
-            counter.no_padding()
-            counter.no_truncation()
             # A document batch needs ~200 MB of activations; hand them back to the system after
             # each batch (arena shrinkage), or an idle server keeps its crawl-time peak forever.
             # Measured: RSS after batches 550 → 155 MB for a few percent of throughput.
             self._batch_run_options = ort.RunOptions()
             self._batch_run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-            self._tokenizer, self._counter, self._session = tokenizer, counter, session
+            self._tokenizer, self._session = tokenizer, session
 
     @property
     def fingerprint(self) -> str:
@@ -207,11 +204,24 @@ class OnnxMiniLM(Embedder):
         size = data.stat().st_size if data.exists() else 0
         return f"{self.id}:{size}"
 
+    def _token_counter(self) -> Tokenizer:
+        """A second tokenizer that does not truncate, loaded when chunking first needs it: a
+        server worker that only answers never does (~4 MB)."""
+        if self._counter is None:
+            with self._lock:
+                if self._counter is None:
+                    from tokenizers import Tokenizer
+
+                    counter = Tokenizer.from_file(str(self._assets / "tokenizer.json"))
+                    counter.no_padding()
+                    counter.no_truncation()
+                    self._counter = counter
+        return self._counter
+
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        self._load()
-        assert self._counter is not None
         return [
-            len(e.ids) - 2 for e in self._counter.encode_batch(list(texts), add_special_tokens=True)
+            len(e.ids) - 2
+            for e in self._token_counter().encode_batch(list(texts), add_special_tokens=True)
         ]
 
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -1,26 +1,102 @@
-"""Language identification for pages, chunks and visitor questions (langdetect, seeded)."""
+"""Language identification for pages, chunks and visitor questions (langdetect, seeded, over its
+profiles held compactly: `Profiles`)."""
 
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
+import struct
 import threading
 from collections.abc import Collection
 
+from langdetect.detector import Detector
+from langdetect.detector_factory import PROFILES_DIRECTORY
+from langdetect.lang_detect_exception import LangDetectException
+
 _lock = threading.Lock()
-_ready = False
+_profiles: Profiles | None = None
 _WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
 
+#: One non-zero probability of an n-gram: the language's index and the probability, a float64
+#: exactly as langdetect computes it.
+_ENTRY = struct.Struct("<Bd")
 
-def _init() -> None:
-    global _ready
-    if not _ready:
+
+class Profiles:
+    """langdetect's 55 language profiles, with the n-gram probabilities its
+    `DetectorFactory.load_profile` computes, held sparsely.
+
+    langdetect keeps a list of 55 floats for each of its 87,598 n-grams (~63 MB in every process
+    that detects a language: each server worker), though an n-gram has ~2 non-zero probabilities
+    on average. Here an n-gram maps to its non-zero (language, probability) pairs packed in bytes
+    (~15 MB in all), and `CompactDetector` expands a row into langdetect's list the first time a
+    text uses the n-gram: the same floats in the same order, so the same arithmetic and
+    byte-identical results (tests/test_lang.py compares them with langdetect's own)."""
+
+    def __init__(self, directory: str = PROFILES_DIRECTORY) -> None:
+        #: What langdetect's Detector reads from its factory.
+        self.seed = 0  # langdetect is random unless seeded
+        self.langlist: list[str] = []
+        self.word_lang_prob_map: dict[str, bytes] = {}
+        # The files in load_profile's (directory) order: a language's index is its position in
+        # it, and a row is as long as the directory has entries.
+        names = os.listdir(directory)
+        self.row_length = len(names)
+        packed = self.word_lang_prob_map
+        for name in names:
+            path = os.path.join(directory, name)
+            if name.startswith(".") or not os.path.isfile(path):
+                continue
+            with open(path, encoding="utf-8") as handle:
+                profile = json.load(handle)
+            index = len(self.langlist)
+            self.langlist.append(profile["name"])
+            n_words = profile["n_words"]
+            for word, count in profile["freq"].items():
+                row = packed.setdefault(word, b"")
+                if 1 <= len(word) <= 3:  # langdetect's rule; a longer n-gram keeps an all-zero row
+                    packed[word] = row + _ENTRY.pack(index, 1.0 * count / n_words[len(word) - 1])
+
+    def row(self, word: str) -> list[float]:
+        """`word`'s probability in each language, the list langdetect would hold."""
+        row = [0.0] * self.row_length
+        for index, probability in _ENTRY.iter_unpack(self.word_lang_prob_map[word]):
+            row[index] = probability
+        return row
+
+
+class CompactDetector(Detector):
+    """langdetect's Detector over `Profiles`: its one method that reads an n-gram's probabilities,
+    with each n-gram's row expanded once per text (a detection draws thousands of n-grams from a
+    few hundred distinct ones)."""
+
+    def __init__(self, profiles: Profiles) -> None:
+        super().__init__(profiles)
+        self._profiles = profiles
+        self._rows: dict[str, list[float]] = {}
+
+    def _update_lang_prob(self, prob: list[float], word: str | None, alpha: float) -> bool:
+        if word is None or word not in self.word_lang_prob_map:
+            return False
+        lang_prob_map = self._rows.get(word)
+        if lang_prob_map is None:
+            lang_prob_map = self._rows[word] = self._profiles.row(word)
+        weight = alpha / self.BASE_FREQ
+        for i in range(len(prob)):
+            prob[i] *= weight + lang_prob_map[i]
+        return True
+
+
+def profiles() -> Profiles:
+    """The profiles, loaded once per process on first use (~0.8 s)."""
+    global _profiles
+    if _profiles is None:
         with _lock:
-            if not _ready:
-                from langdetect import DetectorFactory
-
-                DetectorFactory.seed = 0  # langdetect is random unless seeded
-                _ready = True
+            if _profiles is None:
+                _profiles = Profiles()
+    return _profiles
 
 
 def primary_subtag(tag: str | None) -> str:
@@ -114,12 +190,10 @@ _CACHED_LENGTH = 500
 
 def _guess(text: str) -> tuple[str, float] | None:
     """langdetect's most likely language of `text` and its probability, or None."""
-    _init()
-    from langdetect import detect_langs
-    from langdetect.lang_detect_exception import LangDetectException
-
+    detector = CompactDetector(profiles())
+    detector.append(text)
     try:
-        best = detect_langs(text)[0]
+        best = detector.get_probabilities()[0]
     except LangDetectException:
         return None
     return best.lang, best.prob

@@ -76,3 +76,30 @@ def test_a_question_asked_again_gets_the_same_language_from_the_cache():
     assert again == first and first[0] == "fr" and first[2] == "en"
     assert lang._cached_guess.cache_info().hits >= hits + len(questions)
     assert [lang._guess(q) for q in questions] == [lang._cached_guess(q) for q in questions]
+
+
+def test_the_compact_profiles_give_langdetects_own_probabilities():
+    """ingest.lang holds langdetect's profiles sparsely (~15 MB instead of ~63 MB a process): every
+    n-gram's row and every detection must be langdetect's own, float for float."""
+    from langdetect.detector_factory import PROFILES_DIRECTORY, DetectorFactory
+
+    from ingest.lang import CompactDetector, profiles
+
+    stock = DetectorFactory()
+    stock.load_profile(PROFILES_DIRECTORY)
+    compact = profiles()
+    assert compact.langlist == stock.langlist
+    assert compact.word_lang_prob_map.keys() == stock.word_lang_prob_map.keys()
+    assert all(compact.row(word) == row for word, row in stock.word_lang_prob_map.items())
+
+    stock.seed = 0
+    texts = ["How do I add a background task to my endpoint?", "Cómo habilitar CORS para mi frontend",
+             "Wie kann ich eine Datei hochladen und speichern?", "Comment lire un cookie dans un endpoint",
+             "Привет, как дела?", "これは日本語の文です", "ok", "pip install -e . --no-deps",
+             "Cuando necesitas recibir campos de formulario en lugar de JSON, puedes usar Form. " * 5]
+    for text in texts:
+        ours, theirs = CompactDetector(compact), stock.create()
+        ours.append(text)
+        theirs.append(text)
+        assert [(p.lang, p.prob) for p in ours.get_probabilities()] == \
+               [(p.lang, p.prob) for p in theirs.get_probabilities()], text

@@ -290,6 +290,15 @@ def test_malloc_arenas_are_capped_in_a_fresh_process():
     assert out == ["True", "2"]
 
 
+def test_a_worker_that_only_answers_does_not_load_extruct():
+    """extruct and what it brings (rdflib, html5lib, bs4, requests: ~17 MB a process) are imported
+    when a page is read, not with the app (ingest/facts/read.py)."""
+    code = ("import sys, app.asgi, app.answer; "
+            "print(sorted(m for m in ('extruct', 'rdflib', 'html5lib', 'bs4', 'requests') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_a_file_lock_has_one_holder_until_released(tmp_path):
     first, second = FileLock(tmp_path / "x.lock"), FileLock(tmp_path / "x.lock")
     assert first.acquire() and not second.acquire()

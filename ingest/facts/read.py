@@ -12,9 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import extruct
 import jstyleson  # extruct's own JSON-with-comments parser, used the way extruct uses it
-from extruct.utils import parse_html
 
 from ingest.facts.wording import as_list, clip, first, html_to_text, short_type
 
@@ -81,6 +79,8 @@ def _json_ld_items(tree: Any) -> list[dict]:
 
 
 def _extruct_items(tree: Any, url: str) -> dict[str, list[dict]]:
+    import extruct
+
     try:
         return extruct.extract(
             tree, base_url=url, syntaxes=["microdata", "opengraph"], uniform=True, errors="ignore"
@@ -95,6 +95,10 @@ def read_page(html: str, url: str) -> tuple[dict[str, list[dict]], list[dict]]:
     properties; both empty when the page carries none or cannot be parsed. Never raises."""
     if not html or not has_structured_data(html):
         return {}, []
+    # Imported here, not with the module: extruct brings rdflib, html5lib, bs4, requests and more
+    # (~17 MB a process), and a server worker that only answers never reads a page.
+    from extruct.utils import parse_html
+
     try:
         tree = parse_html(html.encode("utf-8", "replace"), encoding="utf-8")
     except Exception:  # lxml refuses some inputs (empty, all comments)
