@@ -250,8 +250,7 @@ def _looks_like_a_hex_key(token: str, preceding: str) -> bool:
     return shannon_entropy(token) >= 3.0 and not _DIGEST_LABEL.search(preceding)
 
 
-# Every vendor format starts with one of these; plain substring tests skip the regex scan
-# (which cannot use a literal prefix) for the vast majority of texts.
+# Every vendor format starts with one of these (`_known_tokens` tries the pattern only there).
 _KNOWN_TOKEN_PREFIXES = (
     "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "sk-", "sk_", "rk_",
     "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AIza", "eyJ",
@@ -259,11 +258,37 @@ _KNOWN_TOKEN_PREFIXES = (
 )  # fmt: skip
 
 
+def _known_tokens(text: str) -> Iterator[re.Match[str]]:
+    """`_KNOWN_TOKENS.finditer(text)`, tried only where one of the formats' prefixes occurs.
+
+    Every alternative of the pattern starts with one of `_KNOWN_TOKEN_PREFIXES`, so a match can
+    start nowhere else; the earliest match at or after the previous one's end is what finditer
+    returns too. The scan itself tries nine alternatives (and a word boundary) at every position:
+    ~40 ms on a 140 kB page, which "sk-" in every "task-" made it run on most documentation."""
+    if not any(prefix in text for prefix in _KNOWN_TOKEN_PREFIXES):
+        return  # most texts: one fast substring test per prefix
+    starts = sorted({i for prefix in _KNOWN_TOKEN_PREFIXES for i in _occurrences(text, prefix)})
+    end = 0
+    for start in starts:
+        if start < end:
+            continue
+        match = _KNOWN_TOKENS.match(text, start)
+        if match is not None:
+            end = match.end()
+            yield match
+
+
+def _occurrences(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at != -1:
+        yield at
+        at = text.find(needle, at + 1)
+
+
 def _find_secrets(text: str) -> Iterator[Span]:
-    if any(prefix in text for prefix in _KNOWN_TOKEN_PREFIXES):
-        for match in _KNOWN_TOKENS.finditer(text):
-            if match.lastgroup not in _NEEDS_A_DIGIT or _has_digit(match.group()):
-                yield match.start(), match.end(), SECRET_TOKEN
+    for match in _known_tokens(text):
+        if match.lastgroup not in _NEEDS_A_DIGIT or _has_digit(match.group()):
+            yield match.start(), match.end(), SECRET_TOKEN
     credentials = [
         match for word, pattern in _BEARERS if word in text  # each starts with its word: a fast search
         for match in pattern.finditer(text)

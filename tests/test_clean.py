@@ -178,6 +178,34 @@ def test_secrets_are_scrubbed(secret):
     assert clean(f"key = {secret} here") == f"key = {SECRET_TOKEN} here"
 
 
+_PREFIXES = ["AKIA", "ASIA", "sk-", "sk_", "rk_", "ghp_", "github_pat_", "glpat-", "xox", "AIza", "eyJ",
+             "-----BEGIN", "task-", "proj-", "live_", "PRIVATE KEY-----", "-----END RSA "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_PREFIXES), st.text(alphabet="aAzZ09_-. \n=+/.", max_size=40)),
+                max_size=12))
+def test_known_tokens_are_found_where_the_full_scan_finds_them(pieces):
+    """`_known_tokens` tries the vendor pattern only where a prefix occurs: the same matches as
+    scanning every position (`finditer`), on texts made of prefixes and token characters."""
+    from ingest.clean import _KNOWN_TOKENS, _known_tokens
+
+    text = "".join(pieces)
+    assert [m.span() for m in _known_tokens(text)] == [m.span() for m in _KNOWN_TOKENS.finditer(text)]
+
+
+def test_known_tokens_agree_with_the_full_scan_on_real_pages():
+    from ingest.clean import _KNOWN_TOKENS, _known_tokens
+    from tests.conftest import FASTAPI, PYPUG
+
+    pages = [*sorted(FASTAPI.rglob("*.html"))[:40], *sorted(PYPUG.rglob("*.html"))[:40]]
+    texts = [page.read_text(errors="replace") for page in pages]
+    texts.append("task-runner sk-proj-abc123DEF456ghi789JKL012mno AKIAAKIAIOSFODNN7EXAMPLE eyJhbGciOiJIUzI1NiJ9."
+                 "eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+    for text in texts:
+        assert [m.span() for m in _known_tokens(text)] == [m.span() for m in _KNOWN_TOKENS.finditer(text)]
+
+
 def test_bearer_token_keeps_the_scheme_word():
     assert clean("Authorization: Bearer abc123def456ghi789jkl") == (
         f"Authorization: Bearer {SECRET_TOKEN}"
