@@ -1,9 +1,11 @@
 """`frontdesk reindex` on a tenant schema: store/reindex.py's staging table and swap, in PostgreSQL.
 
 Staged vectors wait in ``reindex_vectors`` as pgvector values of any dimension (the new model's
-may differ from the column's); the swap drops the HNSW index, retypes ``chunks.embedding`` to the
-new dimension, copies the staged vectors in and builds the index again, with the curated and gap
-vectors, in the caller's transaction: searches see the old vectors or the new, never a mix.
+may differ from the column's). The swap, in the caller's transaction with the curated and gap
+vectors, copies them into ``chunks.embedding``: with the same dimension as a plain update
+(searches read the old vectors until it commits), with another one after dropping the HNSW index
+and retyping the column, then building the index again (the table is held exclusively until
+commit). Either way searches see the old vectors or the new, never a mix.
 """
 
 from __future__ import annotations
@@ -77,15 +79,23 @@ def swap_in(conn: PgConnection, dim: int, curated: Iterable[tuple[int, bytes]],
     """Put the staged vectors in ``chunks.embedding`` (now of dimension `dim`) and set the curated
     and gap vectors, given as (id, float32 bytes). Call inside a transaction with every chunk
     staged; returns the number of chunk vectors."""
-    conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier("chunks_embedding")))
-    conn.execute(sql.SQL("ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dim}) USING NULL")
-                 .format(dim=sql.Literal(int(dim))))
-    # A new type takes the type's storage again; vectors belong inline (migration 3).
-    conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE PLAIN")
+    row = conn.execute("SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+                       "AND attname = 'embedding'").fetchone()
+    retype = row is None or int(row[0]) != int(dim)
+    if retype:
+        # Another dimension: the column and its index are made anew, which holds the table
+        # exclusively until commit (the tenant's searches wait). The same dimension (the same
+        # model rebuilt) is a plain update: searches go on reading the old vectors meanwhile.
+        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier("chunks_embedding")))
+        conn.execute(sql.SQL("ALTER TABLE chunks ALTER COLUMN embedding TYPE vector({dim}) USING NULL")
+                     .format(dim=sql.Literal(int(dim))))
+        # A new type takes the type's storage again; vectors belong inline (migration 3).
+        conn.execute("ALTER TABLE chunks ALTER COLUMN embedding SET STORAGE PLAIN")
     cursor = conn.execute(sql.SQL("UPDATE chunks c SET embedding = r.embedding::vector({dim}) "
                                   "FROM reindex_vectors r WHERE r.chunk_id = c.id").format(dim=sql.Literal(int(dim))))
     chunks = cursor.rowcount
-    conn.execute(SEARCH_INDEXES["chunks_embedding"])
+    if retype:
+        conn.execute(SEARCH_INDEXES["chunks_embedding"])
     # Pending chunks (written by a crawl before their vectors) were staged like the rest: the
     # embedding stage must not give them a second vector from the old model.
     conn.execute("DELETE FROM chunk_pending WHERE chunk_id IN (SELECT chunk_id FROM reindex_vectors)")
