@@ -39,6 +39,7 @@ from ingest.crawl.urls import normalize_url
 from ingest.embed import Embedder
 from ingest.embed_stage import EmbedStage
 from ingest.extract import extract
+from ingest.facts.read import load_extruct
 from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
 from ingest.render import RenderStage
@@ -368,6 +369,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     """Run one crawl of a tenant's site and return its summary. Never raises for a bad page."""
     options = options or CrawlOptions()
     config = await anyio.to_thread.run_sync(tenant.config)
+    await anyio.to_thread.run_sync(load_extruct)
     crawl_settings = config.crawl
     if options.max_pages is not None:
         crawl_settings = msgspec.structs.replace(crawl_settings, max_pages=options.max_pages)
