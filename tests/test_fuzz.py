@@ -173,16 +173,36 @@ def test_microdata(tokens):
 # -- the slow inputs the long run found, pinned to linear time ------------------------------------
 
 
-@pytest.mark.parametrize("name, run", [
-    ("nested layout tables", lambda n: extract("<table><tr><td>" * n, "http://x.test/")),
-    ("unclosed comments", lambda n: extract("<p>a</p>" + "<!--" * n, "http://x.test/")),
-    ("a structured-data string of '<'", lambda n: html_to_text("<a" * n)),
-    ("robots.txt stars", lambda n: parse_robots("User-agent: *\nDisallow: /" + "*/" * n + "x$\n", "bot")
-     .check("http://x.test/" + "a/" * n)),
-])
-def test_pathological_inputs_cost_linear_time(name, run):
-    """Doubling the input at most ~doubles the time (quadratic would quadruple it)."""
+#: The inputs, each a function of its size n.
+LINEAR_CASES = {
+    "nested layout tables": lambda n: extract("<table><tr><td>" * n, "http://x.test/"),
+    "unclosed comments": lambda n: extract("<p>a</p>" + "<!--" * n, "http://x.test/"),
+    "a structured-data string of '<'": lambda n: html_to_text("<a" * n),
+    "robots.txt stars": lambda n: parse_robots("User-agent: *\nDisallow: /" + "*/" * n + "x$\n", "bot")
+    .check("http://x.test/" + "a/" * n),
+}
+
+
+def _linear_costs(name: str) -> tuple[float, float]:
+    """The CPU seconds of an input at 2,000 and at 8,000, best of two each."""
+    run = LINEAR_CASES[name]
     small, large = (min(cpu_seconds(run, n) for _ in range(2)) for n in (2000, 8000))
+    return small, large
+
+
+@pytest.mark.parametrize("name", sorted(LINEAR_CASES))
+def test_pathological_inputs_cost_linear_time(name):
+    """Doubling the input at most ~doubles the time (quadratic would quadruple it). Measured in a
+    fresh interpreter: deep in the full suite (two CI runs in a row) the 8,000-deep table walk
+    cost 9-10x the 2,000-deep one in the test process, 3-6x in a process of its own; the cause
+    in the long-lived process was not found, and what is pinned here is the input's cost."""
+    import subprocess
+    import sys
+
+    code = f"from tests.test_fuzz import _linear_costs; print(*_linear_costs({name!r}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    small, large = (float(x) for x in out.split())
     assert large < max(0.05, small * 8), f"{name}: {small:.3f} s → {large:.3f} s for 4× the input"
 
 
