@@ -558,10 +558,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: The commands that work on the PostgreSQL backend (FRONTDESK_DATABASE_URL) in this build.
-#: `eval --beir` builds its own scratch corpus file under the data dir whichever backend tenants use.
-POSTGRES_COMMANDS = frozenset({"tenant create", "tenant list", "tenant delete", "tenant export", "tenant import",
-                               "index", "crawl", "search", "stats", "ask", "mcp", "serve", "eval", "reindex"})
+#: The commands that work on the SQLite files only: with FRONTDESK_DATABASE_URL set they refuse to
+#: start; every other command runs on PostgreSQL (`eval --beir` builds its own scratch corpus file
+#: under the data dir whichever backend tenants use).
+SQLITE_ONLY_COMMANDS = frozenset({"backup", "restore", "quickstart"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -573,11 +573,12 @@ def main(argv: list[str] | None = None) -> int:
     name = args.command + (f" {args.action}" if getattr(args, "action", None) else "")
     try:
         settings = Settings.from_env(data_dir=args.data_dir)
-        if settings.database_url.strip() and name not in POSTGRES_COMMANDS:
+        if settings.database_url.strip() and name in SQLITE_ONLY_COMMANDS:
             # Never run on the SQLite files while the operator believes the data is in PostgreSQL.
+            on_postgres = sorted(COMMANDS.keys() - SQLITE_ONLY_COMMANDS)
             raise InvalidConfig(
                 f"FRONTDESK_DATABASE_URL is set, but `{name}` does not run on PostgreSQL in this build: only "
-                f"{', '.join(f'`{c}`' for c in sorted(POSTGRES_COMMANDS))} do (README, \"PostgreSQL backend\"). "
+                f"{', '.join(f'`{c}`' for c in on_postgres)} do (README, \"PostgreSQL backend\"). "
                 "Unset it to use the SQLite files under FRONTDESK_DATA_DIR.")
         ctx = Context(settings)
         try:
