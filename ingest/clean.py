@@ -14,9 +14,7 @@ from collections.abc import Callable, Iterator
 from urllib.parse import unquote, urlsplit
 
 import msgspec
-from selectolax.lexbor import LexborHTMLParser
 
-from ingest.charset import decode_html
 from ingest.document import Action, Document, Form, Section
 from ingest.facts.render import is_organization_type
 from ingest.injection import Finding, is_injection, strip_injections
@@ -348,6 +346,11 @@ def _detectors(settings: CleanSettings) -> list[Callable[[str], Iterator[Span]]]
     return chosen
 
 
+def scrubs_anything(settings: CleanSettings) -> bool:
+    """Whether the settings scrub anything at all (every detector may be switched off)."""
+    return bool(_detectors(settings))
+
+
 def _allowed_spans(text: str, allow: list[str]) -> list[tuple[int, int]]:
     spans = []
     for allowed in allow:
@@ -489,126 +492,6 @@ def site_contact_points(doc: Document) -> list[tuple[str, str]]:
     return list(found.items())
 
 
-# ---------------------------------------------------------------------------------------------
-# The raw-HTML cache
-# ---------------------------------------------------------------------------------------------
-
-
-def scrub_html(html: bytes, encoding: str | None, settings: CleanSettings) -> tuple[bytes, str | None]:
-    """A page's HTML as the raw cache keeps it: scrubbed with the tenant's settings like the index.
-
-    The markup is scrubbed as text — element text, comments, scripts and JSON-LD, attribute
-    values — except the addresses in URL attributes (href, src, action…): their scheme, host
-    and path stay as they are; a query string, a fragment and a mailto:/tel: link are scrubbed.
-    Then it is read back as a parser does, so that text spelled with character references
-    ("jane&#64;example.com") is caught too. An untouched page keeps its bytes and encoding; a changed one is stored as
-    UTF-8, which the extractor reads first whatever the page declares.
-    """
-    text = decode_html(html, encoding=encoding)
-    scrubbed = _scrub_parsed(_scrub_markup(text.replace("\x00", ""), settings), settings)
-    if scrubbed == text:
-        return html, encoding
-    return scrubbed.encode("utf-8"), "utf-8"
-
-
-# An attribute value (found from its "=", which a fast search can look for), and the URL
-# attributes' names that may come before it.
-_ATTRIBUTE_VALUE = re.compile(r"""=[ \t\n]*(?:"([^"]*)"|'([^']*)'|([^\s>"'=]+))""")
-_URL_ATTRIBUTE_NAME = re.compile(
-    r"(?:^|[\s\"'/])(?:href|src|srcset|action|cite|poster|formaction|data|background|longdesc|ping|manifest"
-    r"|xlink:href)[ \t\n]*$",
-    re.IGNORECASE,
-)
-
-
-def _link_addresses(markup: str) -> Iterator[tuple[int, int]]:
-    """Where the addresses of links (href, src… values up to a query string or fragment) are in
-    the markup; mailto:, tel: and other contact links are not addresses to keep."""
-    for match in _ATTRIBUTE_VALUE.finditer(markup):
-        start = match.start()
-        if _URL_ATTRIBUTE_NAME.search(markup, max(0, start - 16), start):
-            group = next(g for g in (1, 2, 3) if match.group(g) is not None)
-            value = match.group(group)
-            if value.lower().lstrip().startswith(_CONTACT_SCHEMES):
-                continue
-            cut = min((i for i in (value.find("?"), value.find("#")) if i != -1), default=len(value))
-            if cut:
-                yield match.start(group), match.start(group) + cut
-_CONTACT_SCHEMES = ("mailto:", "tel:", "sms:", "callto:")
-
-
-def _scrub_markup(markup: str, settings: CleanSettings) -> str:
-    """Scrub the markup as text, link addresses apart (see `scrub_html`)."""
-    if not _detectors(settings):
-        return markup
-    urls = list(_link_addresses(markup))
-    pieces: list[str] = []
-    last = 0
-    for start, end in urls:
-        pieces.append(markup[last:start])
-        last = end
-    pieces.append(markup[last:])
-    # One scrub of all the text between the links, NUL-separated (no detector matches across it).
-    joined = "\x00".join(pieces)
-    scrubbed = scrub(joined, settings)
-    parts = scrubbed.split("\x00") if scrubbed != joined else pieces
-    if len(parts) != len(pieces):  # a match spanned a link after all (a private key around one)
-        return scrub(markup, settings)
-    out: list[str] = [parts[0]]
-    for (start, end), part in zip(urls, parts[1:], strict=True):
-        out.append(markup[start:end])
-        out.append(part)
-    return "".join(out)
-
-
-_NUMERIC_REFERENCE = re.compile(r"&#(?:[xX]([0-9a-fA-F]{1,6})|([0-9]{1,7}));?")
-_NAMED_REFERENCE = re.compile(r"&(?:commat|period|plus|lpar|rpar|hyphen|num|colon);", re.IGNORECASE)
-_SPELLING = frozenset("@+.()-:_/" + "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def _spells_with_references(markup: str) -> bool:
-    """Whether the markup writes a letter, digit or address character as a character reference
-    (the way pages hide addresses from harvesters): only then can its parsed text differ."""
-    if "&" not in markup:
-        return False
-    for match in _NUMERIC_REFERENCE.finditer(markup):
-        hex_code, decimal = match.groups()
-        code = int(hex_code, 16) if hex_code else int(decimal)
-        if code < 0x110000 and chr(code) in _SPELLING:
-            return True
-    return _NAMED_REFERENCE.search(markup) is not None
-
-
-def _scrub_parsed(markup: str, settings: CleanSettings) -> str:
-    """What scrubbing the markup as text missed, found in the parsed page: a text node or an
-    attribute value (character references resolved) that still holds something to scrub is
-    scrubbed in place, and the page serialised again. Most pages need nothing of this."""
-    if not _spells_with_references(markup):
-        return markup  # the parsed text says nothing the markup does not
-    tree = LexborHTMLParser(markup)
-    root = tree.root
-    if root is None:
-        return markup
-    texts = []
-    attributes = []
-    for node in root.traverse(include_text=True):  # the tree is changed only after the walk
-        if node.tag == "-text":
-            value = node.text_content or ""
-            if value and (cleaned := scrub(value, settings)) != value:
-                texts.append((node, cleaned))
-            continue
-        for name, attribute in node.attributes.items():
-            if attribute and (cleaned := scrub(attribute, settings)) != attribute:
-                attributes.append((node, name, cleaned))
-    if not texts and not attributes:
-        return markup
-    for node, name, cleaned in attributes:
-        node.attrs[name] = cleaned
-    for node, cleaned in texts:
-        node.replace_with(cleaned)
-    return tree.html or markup
-
-
 class _Cleaner:
     """Cleans every text of one page that gets indexed or stored, and keeps what it takes out as
     prompt injection (``ingest/injection.py``) for the site owner."""
@@ -716,4 +599,4 @@ def clean_document(doc: Document, settings: CleanSettings) -> Document:
     )
 
 
-__all__ = ["clean_document", "clean_text", "luhn_valid", "normalise_text", "scrub", "scrub_html"]
+__all__ = ["clean_document", "clean_text", "luhn_valid", "normalise_text", "scrub", "scrubs_anything"]

@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 import msgspec
 
 from ingest.chunk import Chunk, chunk_document
-from ingest.clean import clean_document, scrub_html, site_contact_points
+from ingest.clean import clean_document, site_contact_points
 from ingest.document import Document
 from ingest.embed import Embedder
 from ingest.embed_stage import EmbedStage
 from ingest.lang import clear_function_word_language, detect_language
+from ingest.rawhtml import scrub_html
 from store.config import CleanSettings
 from store.pages import ChunkRow, PageWrite, WriteStats, vector_bytes
 from store.tenants import Tenant

@@ -197,7 +197,7 @@ def write_page(conn: apsw.Connection, page: PageWrite) -> WriteStats:
         [(page_id, flag.get("reason", ""), flag.get("where", ""), flag.get("text", ""), now) for flag in page.flags],
     )
     if page.html is not None:
-        # The caller scrubbed it (ingest/clean.py scrub_html): the cache holds what the index does.
+        # The caller scrubbed it (ingest/rawhtml.py scrub_html): the cache holds what the index does.
         conn.execute(
             "INSERT INTO page_html(page_id, encoding, html, scrubbed) VALUES (?, ?, ?, 1) "
             "ON CONFLICT(page_id) DO UPDATE SET encoding = excluded.encoding, html = excluded.html, scrubbed = 1",

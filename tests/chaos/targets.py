@@ -16,7 +16,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from ingest.charset import codec_for, decode_html
-from ingest.clean import clean_document, scrub_html
+from ingest.clean import clean_document
 from ingest.crawl.robots import parse_robots
 from ingest.crawl.sitemaps import parse_sitemap
 from ingest.crawl.urls import LinkResolver, UrlPolicy, http_url, normalize_url
@@ -24,6 +24,7 @@ from ingest.document import KINDS, Document
 from ingest.extract import extract
 from ingest.facts import facts_from_jsonld, structured_data_from_items
 from ingest.facts.read import parse_json_ld_block, read_page
+from ingest.rawhtml import scrub_html
 from store.config import CleanSettings, CrawlSettings
 
 #: The per-page deadline a parser must finish within: the crawl's default request timeout
