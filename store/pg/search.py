@@ -4,9 +4,10 @@ chunk language), fused by the same weighted RRF as store/search.py into the same
 The lexical score is BM25 as SQLite's FTS5 computes it (k1 1.2, b 0.75, a word's occurrences
 weighted by title / heading / text), built from PostgreSQL's parts: the words' document
 frequencies from one GIN lookup each, then, for the chunks whose words have the highest summed
-IDF (`COARSE` x the candidates; reading every matching chunk's tsvector cost ~0.5 s at 100k
-chunks), each query word's weighted frequency read from its tsvector (`unnest`) and the chunk's
-length as its number of distinct words; the average length is the candidates'. On the SciFact
+IDF (`COARSE` x the candidates, and the chunks tied with the last of them, up to `TIE_ROOM` x;
+reading every matching chunk's tsvector cost ~0.5 s at 100k chunks), each query word's weighted
+frequency read from its tsvector (`unnest`) and the chunk's length in words; the average length
+is the candidates'. On the SciFact
 slice (`python -m tests.bench store --backend postgres`) that took BM25-only nDCG@10 from 0.712
 (per-word `ts_rank` x IDF) to 0.780 (SQLite 0.798) and hybrid from 0.778 to 0.811 (SQLite 0.813).
 FTS5's own IDF (without the 1 +) measured the same within 0.004.
@@ -55,6 +56,11 @@ from store.search import (
 #: The lexical side ranks COARSE x candidates by their words' IDF alone, then those by BM25. 2
 #: and 4 gave the same SciFact nDCG@10 (0.780 BM25 only, 0.811 hybrid); 2 reads half the tsvectors.
 COARSE = 2
+#: Chunks that tie with the last of the COARSE x candidates (they have the same query words) go on
+#: to BM25 with it, up to this many x the candidates: cut by chunk id inside a tie, the German
+#: "Datei hochladen mit FastAPI" lost its page (BM25 rank 3 once the tie is kept; fastapi golden
+#: set recall@5 0.948 -> 0.966, SQLite's).
+TIE_ROOM = 10
 #: How many of the visitor's page's chunks are considered for the page boost (as SQLite).
 PAGE_CHUNKS = 500
 
@@ -102,16 +108,19 @@ corpus_size AS (
 idf AS (
     SELECT word, cfg, ln(1 + (greatest(s.n - count(*), 0) + 0.5) / (count(*) + 0.5)) AS idf
     FROM matches CROSS JOIN corpus_size s GROUP BY word, cfg, s.n),
+scored AS MATERIALIZED (
+    SELECT m.id, sum(i.idf) AS s FROM matches m JOIN idf i USING (word, cfg) GROUP BY m.id),
 coarse AS MATERIALIZED (
     -- First by the IDF of the words a chunk has (no tsvector read), then the best of those by
-    -- BM25: reading a chunk's tsvector is too dear for every match.
-    SELECT m.id FROM matches m JOIN idf i USING (word, cfg)
-    GROUP BY m.id ORDER BY sum(i.idf) DESC, m.id LIMIT %(coarse)s),
+    -- BM25: reading a chunk's tsvector is too dear for every match. The cut never falls inside a
+    -- tie (chunks with the same words): those all go on to BM25, up to TIE_ROOM x the candidates.
+    SELECT id FROM scored
+    WHERE s >= coalesce((SELECT s FROM scored ORDER BY s DESC OFFSET %(coarse)s - 1 LIMIT 1), 0)
+    ORDER BY s DESC, id LIMIT %(coarse_most)s),
 lens AS MATERIALIZED (
-    -- A chunk's length as its number of distinct words (the tsvector's header holds it; its
-    -- occurrences counted would read the whole tsvector: a fifth slower, the same nDCG within 0.002),
-    -- and below its average over the candidates.
-    SELECT co.id, c.tsv, length(c.tsv) AS dl
+    -- A chunk's length in words as FTS5 counts it (stored: migration 4), and below its average
+    -- over the candidates.
+    SELECT co.id, c.tsv, c.words AS dl
     FROM coarse co JOIN chunks c ON c.id = co.id),
 avgdl AS MATERIALIZED (SELECT greatest(avg(dl), 1) AS a FROM lens),
 frequencies AS MATERIALIZED (
@@ -205,7 +214,7 @@ def search(
     ]
     similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
     query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_CANDIDATES).format(similarity=similarity)
-    args.update(limit=limit, coarse=COARSE * limit, words=words, boost_url=boost_url or "",
+    args.update(limit=limit, coarse=COARSE * limit, coarse_most=TIE_ROOM * limit, words=words, boost_url=boost_url or "",
                 page_chunks=PAGE_CHUNKS)
     if vector is not None:
         args["vector"] = query_to_pg(vector)
