@@ -105,7 +105,7 @@ def show_crawl(progress: Progress, event) -> None:
 def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     import asyncio
 
-    from ingest.pipeline import CrawlOptions, crawl
+    from ingest.pipeline import CrawlOptions, crawl, page_limit_notice
 
     tenant = ctx.tenant(args.id)
     embedder = ctx.tenant_embedder(tenant)
@@ -120,6 +120,8 @@ def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
          + (f"\nskipped: {data['skipped']}" if data["skipped"] else "")
          + (f"\njunk kept out: {data['junk']}" if data["junk"] else "")
          + (f"\nerrors: {data['errors']}" if data["errors"] else ""))
+    if summary.page_limit:
+        sys.stderr.write(page_limit_notice(summary.page_limit, summary.skipped.get("max_pages", 0)) + "\n")
     if summary.status != "done":
         raise FrontdeskError(f"crawl {summary.status}")
 

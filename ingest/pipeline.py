@@ -120,6 +120,17 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     render: dict[str, int] = msgspec.field(default_factory=dict)
     """JavaScript pages (crawl.render): pages by decision, browser starts and recycles, requests
     refused, the browser's peak memory in MB (ingest/render/)."""
+    page_limit: int = 0
+    """The page limit (crawl.max_pages, or the job's own) when this crawl reached it: the site has
+    more pages than it crawled (`skipped["max_pages"]` URLs found and left); 0 when not reached."""
+
+
+def page_limit_notice(limit: int, not_crawled: int) -> str:
+    """What the owner is told when a crawl stopped at its page limit, and how to raise it."""
+    return (f"The crawl stopped at its page limit (crawl.max_pages = {limit}): {not_crawled} more URL"
+            f"{'s' if not_crawled != 1 else ''} of the site were found and not crawled, so their pages "
+            "are not in the index. Raise crawl.max_pages (the console's Config page, or PATCH "
+            '/admin/tenants/{id}/config with {"crawl": {"max_pages": N}}) and crawl again.')
 
 
 class CrawlOptions(msgspec.Struct, kw_only=True):
@@ -431,6 +442,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         job.summary.chunks_pending = job.progress.chunks_pending = await tenant.read(
             tenant.store.pending.pending_count)
         job.summary.skipped = dict(job.skipped)
+        job.summary.page_limit = config.crawl.max_pages if job.skipped.get("max_pages") else 0
         job.summary.render = job.render.summary() if job.render is not None else {}
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
         job.summary.junk = job.junk.counts()

@@ -497,3 +497,49 @@ def test_without_junk_detection_the_calendar_floods_the_index(tmp_path):
         calendar = [p for p in active_paths(tenant, server) if p.startswith("/events/20")]
     assert summary.skipped_junk == 0 and len(calendar) >= 8, (summary, calendar)
     context.close()
+
+
+def test_a_crawl_that_reaches_its_page_limit_says_so_in_the_cli_and_the_console(tmp_path):
+    """A site with more pages than crawl.max_pages: the crawl's summary, the CLI and the console
+    say that the limit stopped it, how many URLs were left and where to raise it, rather than only
+    counting `skipped: max_pages`."""
+    import json
+    import re
+
+    import httpx
+
+    from app.context import Context
+    from app.settings import Settings
+
+    data = tmp_path / "data"
+    context = Context(Settings(data_dir=str(data)))
+    env = {**os.environ, "FRONTDESK_DATA_DIR": str(data)}
+    with serve_bikeclub() as server:
+        tenant, _ = context.create_tenant("limited", server.url + "/", allow_private_network=True)
+        crawl_settings(tenant, max_pages=4)
+        context.close()
+        done = subprocess.run([sys.executable, "-m", "app", "crawl", "limited", "--json", "--rate", "100"], env=env,
+                              cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["page_limit"] == 4 and summary["skipped"]["max_pages"] > 0, summary
+    left = summary["skipped"]["max_pages"]
+    assert f"The crawl stopped at its page limit (crawl.max_pages = 4): {left} more URL" in done.stderr
+    assert "Raise crawl.max_pages" in done.stderr
+
+    with run_server(data, admin_token="admin-secret") as base, httpx.Client(base_url=base, timeout=30) as client:
+        form = client.get("/console/login")
+        csrf = re.search(r'name="_csrf" value="([^"]+)"', form.text).group(1)
+        signed = client.post("/console/login", data={"_csrf": csrf, "token": "admin-secret", "next": "/console"})
+        assert signed.status_code == 303, signed.text
+        for path in ("/console/t/limited", "/console/t/limited/coverage"):
+            notice = re.search(r'<p class="warn" role="status" id="page-limit">(.*?)</p>', client.get(path).text, re.S)
+            assert notice is not None, path
+            text = re.sub(r"<[^>]+>", "", notice.group(1))
+            assert f"{left} more URLs of the site were found and not crawled" in text
+            assert "crawl.max_pages) is now 4" in text and 'href="/console/t/limited/config"' in notice.group(1)
+
+
+def test_a_crawl_within_its_page_limit_has_no_limit_to_report(crawled):
+    *_, summary = crawled
+    assert summary.page_limit == 0 and "max_pages" not in summary.skipped

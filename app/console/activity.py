@@ -59,7 +59,7 @@ async def coverage_page(request: Request, tenant_id: str) -> Response:
         with tenant.reading() as conn:
             data = {"stats": store.pages.stats(conn), "missing": missing_pages(tenant, conn),
                     "never_cited": store.analytics.sitemap_pages_never_cited(conn),
-                    "skipped": store.analytics.last_skipped(conn)}
+                    "skipped": store.analytics.last_skipped(conn), "max_pages": tenant.config(conn).crawl.max_pages}
         # Grouping the gaps may embed and write: not inside the read.
         return {**data, "clusters": gaps.clusters(ctx, tenant)[:50]}
 

@@ -25,6 +25,7 @@ from app.eval.golden import (
     GoldenRow,
     answer_precision,
     golden_markdown,
+    golden_metrics,
     golden_retrieval,
     load_golden,
     normalise_url,
@@ -37,7 +38,7 @@ from app.eval.metrics import mrr_at_k, ndcg_at_k, percentiles, recall_at_k
 __all__ = [
     "BeirData", "BeirReport", "GoldenItem", "GoldenReport", "GoldenRow", "IndexInfo", "QueryVectors",
     "answer_precision", "beir_markdown", "beir_subset", "embed_queries", "fused_chunk_ranking",
-    "golden_markdown", "golden_retrieval", "index_beir", "load_beir", "load_golden", "mrr_at_k",
+    "golden_markdown", "golden_metrics", "golden_retrieval", "index_beir", "load_beir", "load_golden", "mrr_at_k",
     "ndcg_at_k", "normalise_url", "percentiles", "rank_pages", "recall_at_k", "run_beir", "run_golden",
     "tenant_languages",
 ]

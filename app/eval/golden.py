@@ -190,8 +190,8 @@ def golden_retrieval(tenant: Tenant, embedder: Embedder, items: Sequence[GoldenI
                               expect_url=sorted(expected), rank=_first_rank(pages, expected), top_urls=pages[:10],
                               answered=True, contains_ok=None, confidence=0.0, retrieval_ms=0.0, ttft_ms=0.0,
                               answer=""))
-    out = {"all": _golden_metrics(rows)}
-    out.update({lang: _golden_metrics([r for r in rows if r.lang == lang])
+    out = {"all": golden_metrics(rows)}
+    out.update({lang: golden_metrics([r for r in rows if r.lang == lang])
                 for lang in sorted({r.lang for r in rows if r.lang})})
     return {group: {k: v for k, v in metrics.items() if k in RETRIEVAL_METRICS} for group, metrics in out.items()}
 
@@ -200,7 +200,8 @@ def _rate(flags: Sequence[bool]) -> float:
     return round(sum(flags) / len(flags), 4) if flags else 0.0
 
 
-def _golden_metrics(rows: Sequence[GoldenRow]) -> dict[str, float]:
+def golden_metrics(rows: Sequence[GoldenRow]) -> dict[str, float]:
+    """The metrics of any rows: one set's, or several sets' pooled."""
     answerable = [r for r in rows if r.kind == "answerable"]
     unanswerable = [r for r in rows if r.kind == "unanswerable"]
     with_needles = [r for r in answerable if r.contains_ok is not None]
@@ -295,14 +296,14 @@ def run_golden(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem], *, gol
             await provider.aclose()
 
     rows = asyncio.run(run())
-    by_lang = {lang: _golden_metrics([r for r in rows if r.lang == lang])
+    by_lang = {lang: golden_metrics([r for r in rows if r.lang == lang])
                for lang in sorted({r.lang for r in rows if r.lang})}
     return GoldenReport(
         tenant=tenant.id, golden=golden_name, questions=len(rows),
         answerable=sum(r.kind == "answerable" for r in rows),
         unanswerable=sum(r.kind == "unanswerable" for r in rows),
-        metrics=_golden_metrics(rows), by_lang=by_lang,
-        by_category={category: _golden_metrics([r for r in rows if r.category == category])
+        metrics=golden_metrics(rows), by_lang=by_lang,
+        by_category={category: golden_metrics([r for r in rows if r.category == category])
                      for category in sorted({r.category for r in rows if r.category})},
         retrieval_ms=percentiles([r.retrieval_ms for r in rows]),
         ttft_ms=percentiles([r.ttft_ms for r in rows]),

@@ -394,10 +394,11 @@ WORD_COUNT = ("coalesce(array_length(regexp_split_to_array(trim(regexp_replace("
 @migration
 def m004_word_counts(conn: PgConnection, dim: int) -> None:
     """Each chunk's length in words (`WORD_COUNT`; `tokens` is the embedder's count), stored
-    beside its tsvector for BM25's length normalisation as FTS5 does it. Measured over ten golden sets of the pypug and fastapi fixtures
-    (444 questions, the same chunks and vectors as the SQLite files; a scratch driver, one
-    session), pooled recall@5 through the answer path: SQLite 0.925, PostgreSQL with distinct
-    stems as the length 0.912, with words 0.918. Adding the column rewrites the table."""
+    beside its tsvector for BM25's length normalisation as FTS5 does it. Measured over the ten
+    golden sets of the pypug and fastapi fixtures (444 questions, the same chunks and vectors as
+    the SQLite files; `python -m tests.bench store --backend postgres`), pooled recall@5 through
+    the answer path: SQLite 0.925, PostgreSQL with distinct stems as the length 0.912, with words
+    0.918. Adding the column rewrites the table."""
     conn.execute(sql.SQL("ALTER TABLE chunks ADD COLUMN IF NOT EXISTS words integer GENERATED ALWAYS AS ({}) STORED")
                  .format(sql.SQL(WORD_COUNT)))
 

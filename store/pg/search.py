@@ -214,8 +214,8 @@ def search(
     ]
     similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
     query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_CANDIDATES).format(similarity=similarity)
-    args.update(limit=limit, coarse=COARSE * limit, coarse_most=TIE_ROOM * limit, words=words, boost_url=boost_url or "",
-                page_chunks=PAGE_CHUNKS)
+    args.update(limit=limit, coarse=COARSE * limit, coarse_most=TIE_ROOM * limit, words=words,
+                boost_url=boost_url or "", page_chunks=PAGE_CHUNKS)
     if vector is not None:
         args["vector"] = query_to_pg(vector)
     # The visitor's page URL and the filters come from outside; PostgreSQL text cannot hold U+0000
