@@ -264,6 +264,43 @@ def test_search_on_postgres_agrees_with_sqlite(tmp_path, corpus, pg):
         post.close()
 
 
+def test_a_search_is_one_round_trip_and_shows_what_reading_every_shown_chunk_shows(corpus, pg, monkeypatch):
+    """The candidates' statement also reads the text and page of the chunks that can be shown
+    (RRF in SQL), so a search is one round trip; the hits are exactly those of reading each shown
+    chunk afterwards (the statement made to read none: every shown chunk read by `_details`),
+    plain, with the visitor's page boosted and with a language boost."""
+    side = PgSide(pg, corpus.embedder)
+    try:
+        for page in corpus.pages:
+            side.write(page)
+        boosted_url = _url(QUESTIONS[0][1])
+        variants = ({}, {"boost_url": boosted_url, "boost": 0.25}, {"prefer_lang": "en", "lang_boost": 0.1},
+                    {"mode": "bm25"}, {"mode": "dense"})
+
+        def searched() -> list[tuple[list, dict]]:
+            out = []
+            for question, _ in QUESTIONS:
+                for options in variants:
+                    result = side.search(question, corpus.vectors[question], k=5, trace=True, **options)
+                    assert result.trace is not None
+                    out.append(([(h.chunk_id, round(h.score, 9), h.url, h.text, h.heading_path) for h in result.hits],
+                                result.trace.timings_ms))
+            return out
+
+        one_trip = searched()
+        assert all("details" not in timings for _, timings in one_trip), [t for _, t in one_trip]
+        reads_nothing = pg_search._CANDIDATES.replace("(SELECT id FROM fused WHERE",
+                                                      "(SELECT id FROM fused WHERE false AND")
+        assert reads_nothing != pg_search._CANDIDATES
+        monkeypatch.setattr(pg_search, "_CANDIDATES", reads_nothing)
+        two_trips = searched()
+        assert all("details" in timings for hits, timings in two_trips if hits)
+        assert [hits for hits, _ in one_trip] == [hits for hits, _ in two_trips]
+        assert all(hits for hits, _ in one_trip)
+    finally:
+        side.close()
+
+
 def test_a_page_is_written_whole_or_not_at_all(pg, corpus):
     side = PgSide(pg, corpus.embedder)
     try:

@@ -12,11 +12,15 @@ slice (`python -m tests.bench store --backend postgres`) that took BM25-only nDC
 (per-word `ts_rank` x IDF) to 0.780 (SQLite 0.798) and hybrid from 0.778 to 0.811 (SQLite 0.813).
 FTS5's own IDF (without the 1 +) measured the same within 0.004.
 
-One statement fetches everything fusion needs: the dense and the lexical candidates and each
-candidate's cosine similarity (and, when the visitor's page is boosted, that page's chunks). Fusion,
-boosts and ordering are store/search.py's own functions and rules, so the two backends rank alike;
-a second statement reads the text and the page shown for the fused window only, as store/search.py
-does (reading them for every candidate cost ~5 ms a search on the pypug fixture).
+One statement, one round trip, fetches everything fusion needs: the dense and the lexical
+candidates and each candidate's cosine similarity (and, when the visitor's page is boosted, that
+page's chunks), and the text and shown page of the chunks that can make the fused window (the
+window by the same RRF computed in SQL, and the visitor's page's best chunks); reading them for
+every candidate cost ~5 ms a search on the pypug fixture. Fusion, boosts and ordering are then
+store/search.py's own functions and rules, so the two backends rank alike; a chunk the window
+holds that the statement did not read (one ranked on a vector made at query time while a crawl
+embeds, or an exact tie at the window's edge) is read by a second statement (`timings_ms`
+"details" in a trace).
 """
 
 from __future__ import annotations
@@ -148,28 +152,50 @@ on_page AS (
 _EMPTY = {"dense": "dense AS (SELECT NULL::bigint AS id, NULL::float8 AS distance WHERE false)",
           "lexical": "lexical AS (SELECT NULL::bigint AS id, NULL::float4 AS rank WHERE false)",
           "on_page": "on_page AS (SELECT NULL::bigint AS id WHERE false)"}
-_CANDIDATES = """
-SELECT c.id, d.distance, l.rank, {similarity} AS similarity, (o.id IS NOT NULL) AS on_page,
-       c.embedding IS NOT NULL
-FROM (SELECT id FROM dense UNION SELECT id FROM lexical UNION SELECT id FROM on_page) AS cand
-JOIN chunks c ON c.id = cand.id
-LEFT JOIN dense d ON d.id = c.id
-LEFT JOIN lexical l ON l.id = c.id
-LEFT JOIN on_page o ON o.id = c.id"""
-#: The shown hits' text and the page each is shown from, as store/search.py: the visitor's page
-#: if the chunk is on it, else the shortest URL (the original, not a mirror under a prefix).
-#: Read for the fused window only (the candidates are several times as many).
+_CANDIDATES = """,
+cand AS MATERIALIZED (
+    SELECT c.id, d.distance, l.rank, {similarity} AS similarity, (o.id IS NOT NULL) AS on_page,
+           c.embedding IS NOT NULL AS embedded
+    FROM (SELECT id FROM dense UNION SELECT id FROM lexical UNION SELECT id FROM on_page) AS u
+    JOIN chunks c ON c.id = u.id
+    LEFT JOIN dense d ON d.id = c.id
+    LEFT JOIN lexical l ON l.id = c.id
+    LEFT JOIN on_page o ON o.id = c.id),
+fused AS MATERIALIZED (
+    -- store/search.py `fuse` (weighted RRF) in SQL, only to choose whose text and page to read in
+    -- this round trip: the ranking itself is fused again in Python by the shared code.
+    SELECT id, on_page, similarity,
+        CASE WHEN distance IS NULL THEN 0 ELSE %(dense_weight)s / (%(rrf_k)s + row_number() OVER (
+            PARTITION BY distance IS NULL ORDER BY distance, id)) END
+      + CASE WHEN rank IS NULL THEN 0 ELSE %(bm25_weight)s / (%(rrf_k)s + row_number() OVER (
+            PARTITION BY rank IS NULL ORDER BY rank DESC, id)) END AS score
+    FROM cand),
+shown AS (
+    -- The fused window, the visitor's page's best fused chunks (a page boost lifts them all
+    -- alike) and its three most similar (store/search.py `_boost_page` scores those).
+    (SELECT id FROM fused WHERE score > 0 ORDER BY score DESC, id LIMIT %(window)s)
+    UNION (SELECT id FROM fused WHERE on_page AND score > 0 ORDER BY score DESC, id LIMIT %(window)s)
+    UNION (SELECT id FROM fused WHERE on_page ORDER BY similarity DESC NULLS LAST, id LIMIT 3))
+SELECT c.id, c.distance, c.rank, c.similarity, c.on_page, c.embedded, s.id IS NOT NULL AS read,
+       t.text, t.kind, t.lang, t.url, t.title, t.heading_path
+FROM cand c LEFT JOIN shown s ON s.id = c.id
+LEFT JOIN LATERAL ({details} AND s.id IS NOT NULL AND ch.id = s.id) AS t ON true"""
+#: The text of shown hits and the page each is shown from, as store/search.py: the visitor's page
+#: if the chunk is on it, else the shortest URL (the original, not a mirror under a prefix). Read
+#: in the candidates' statement for the chunks that can be shown (`shown`), so a search is one
+#: round trip; on its own (`_details`) only for a chunk the fused window holds beyond those (one
+#: ranked on a vector made at query time while a crawl embeds).
 _DETAILS = """
-SELECT c.id, c.text, c.kind, c.lang, shown.url, shown.title, shown.heading_path
-FROM chunks c CROSS JOIN LATERAL (
+SELECT ch.id, ch.text, ch.kind, ch.lang, page.url, page.title, page.heading_path
+FROM chunks ch CROSS JOIN LATERAL (
     SELECT p.url, p.title, pc.heading_path FROM page_chunks pc CROSS JOIN LATERAL (
         -- OFFSET 0: each page by its key; flattened, the planner hashed every page per chunk.
         SELECT p.url, p.title, p.id FROM pages p
         WHERE p.id = pc.page_id AND p.status = 'active' AND starts_with(p.url, %(shown_prefix)s) OFFSET 0) AS p
-    WHERE pc.chunk_id = c.id
+    WHERE pc.chunk_id = ch.id
     ORDER BY (p.url = %(prefer_url)s) DESC, length(p.url), p.id LIMIT 1
-) AS shown
-WHERE c.id = ANY(%(ids)s)"""
+) AS page
+WHERE true"""
 
 
 def search(
@@ -213,9 +239,15 @@ def search(
         sql.SQL(_ON_PAGE) if boosting else sql.SQL(_EMPTY["on_page"]),
     ]
     similarity = sql.SQL("1 - (c.embedding <=> %(vector)s::vector)" if vector is not None else "NULL::float8")
-    query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_CANDIDATES).format(similarity=similarity)
+    query = sql.SQL("WITH ") + sql.SQL(",").join(ctes) + sql.SQL(_CANDIDATES).format(
+        similarity=similarity, details=sql.SQL(_DETAILS))
+    window_size = k * 3 if (prefer_lang and lang_boost) else k
+    shown_prefix = (filters.url_prefix if filters else None) or ""
     args.update(limit=limit, coarse=COARSE * limit, coarse_most=TIE_ROOM * limit, words=words,
-                boost_url=boost_url or "", page_chunks=PAGE_CHUNKS)
+                boost_url=boost_url or "", page_chunks=PAGE_CHUNKS, window=window_size,
+                rrf_k=float(params.rrf_k), prefer_url=boost_url or "", shown_prefix=shown_prefix,
+                dense_weight=float(params.dense_weight if mode == "hybrid" else 1.0),
+                bm25_weight=float(params.bm25_weight if mode == "hybrid" else 1.0))
     if vector is not None:
         args["vector"] = query_to_pg(vector)
     # The visitor's page URL and the filters come from outside; PostgreSQL text cannot hold U+0000
@@ -254,9 +286,15 @@ def search(
     dense_rank = {cid: i for i, (cid, _) in enumerate(dense, start=1)}
     bm25_rank = {cid: i for i, (cid, _) in enumerate(lexical, start=1)}
     bm25_score = dict(lexical)
-    window = ranked[: k * 3 if (prefer_lang and lang_boost) else k]
-    details = _details(conn, [cid for cid, _ in window], boost_url,
-                       (filters.url_prefix if filters else None) or "") if window else {}
+    window = ranked[:window_size]
+    # Read in the statement above: each shown candidate's text and page (none: on no active page).
+    details = {int(r[0]): tuple(r[7:]) for r in rows if r[6] and r[10] is not None}
+    read = {int(r[0]) for r in rows if r[6]}
+    read_again_ms = None
+    if unread := [cid for cid, _ in window if cid not in read]:
+        read_at = time.perf_counter()
+        details.update(_details(conn, unread, boost_url, shown_prefix))
+        read_again_ms = (time.perf_counter() - read_at) * 1000
     hits: list[Hit] = []
     for cid, score in window:
         if cid not in details:  # on no active page (within the URL filter): not shown, as in SQLite
@@ -275,6 +313,8 @@ def search(
     result_trace = None
     if trace:
         timings = {"query": round(fetched_ms, 3), "fuse": round((time.perf_counter() - started) * 1000, 3)}
+        if read_again_ms is not None:  # a second round trip: shown chunks the statement did not read
+            timings["details"] = round(read_again_ms, 3)
         result_trace = Trace(mode=mode, fts_query=" | ".join(words), dense=dense, bm25=lexical,
                              fused=ranked[: max(k, 20)], timings_ms=timings)
     return SearchResult(hits=hits, trace=result_trace)
@@ -283,8 +323,9 @@ def search(
 def _details(conn: PgConnection, ids: list[int], prefer_url: str | None,
              shown_prefix: str) -> dict[int, tuple[str, str, str, str, str, str]]:
     """Chunk id → (text, kind, lang, url, title, heading path) for the chunks on an active page."""
-    rows = conn.execute(_DETAILS, {"ids": ids, "prefer_url": strip_nul(prefer_url or ""),
-                                   "shown_prefix": strip_nul(shown_prefix)}).fetchall()
+    rows = conn.execute(_DETAILS + " AND ch.id = ANY(%(ids)s)",
+                        {"ids": ids, "prefer_url": strip_nul(prefer_url or ""),
+                         "shown_prefix": strip_nul(shown_prefix)}).fetchall()
     return {int(r[0]): r[1:] for r in rows}
 
 
