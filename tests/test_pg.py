@@ -41,7 +41,7 @@ from store.pg.transfer import (
     export_postgres,
     import_postgres,
 )
-from store.search import Filters, SearchResult
+from store.search import Filters, SearchResult, TermCoverage
 from store.tenants import TenantRegistry
 from tests.conftest import PYPUG, PYPUG_ORIGIN, fresh_context
 
@@ -128,6 +128,9 @@ class SqliteSide:
     def chunk_count(self) -> int:
         return sqlite_search.chunk_count(self.tenant.reader())
 
+    def coverage(self, text: str) -> TermCoverage:
+        return sqlite_search.term_coverage(self.tenant.reader(), text, 3, also_known=text)
+
     def close(self) -> None:
         self.registry.close_all()
 
@@ -157,6 +160,10 @@ class PgSide:
     def chunk_count(self) -> int:
         with self.tenants.read(self.id) as conn:
             return pg_pages.counts(conn)["chunks"]
+
+    def coverage(self, text: str) -> TermCoverage:
+        with self.tenants.read(self.id) as conn:
+            return pg_search.term_coverage(conn, text, 3, also_known=text)
 
     def close(self) -> None:
         self.tenants.delete(self.id)
@@ -192,6 +199,25 @@ def test_written_pages_answer_their_questions(side, corpus):
         assert _url(expected) in [h.url for h in hits], (side.name, mode, [h.url for h in hits])
         ranks = [h.bm25_rank if mode == "bm25" else h.dense_rank for h in hits]
         assert ranks == [1, 2, 3, 4, 5], (side.name, mode, ranks)
+
+
+def test_hostile_queries_give_results_or_nothing_never_an_error_on_both_backends(side, corpus):
+    """tests/test_search.py's hostile queries (FTS5 syntax, SQL, NULs, 10,000 characters, other
+    scripts) against each backend's search and term coverage, with a filter and a page boost."""
+    from tests.test_search import HOSTILE_QUERIES
+
+    for page in corpus.pages[:3]:
+        side.write(page)
+    vector = corpus.vectors[QUESTIONS[0][0]]
+    for query in HOSTILE_QUERIES:
+        for mode in ("hybrid", "bm25", "dense"):
+            for options in ({}, {"filters": Filters(url_prefix=query[:200])},
+                            {"boost_url": query[:200], "boost": 0.25}):
+                result = side.search(query, vector, k=5, mode=mode, **options)
+                assert isinstance(result.hits, list)
+                assert all(h.url.startswith(PYPUG_ORIGIN + "/") for h in result.hits), (side.name, query, mode)
+        coverage = side.coverage(query)
+        assert 0.0 <= coverage.share <= 1.0 and set(coverage.unknown) <= set(coverage.terms), (side.name, query)
 
 
 def test_rewrite_tombstone_and_shared_chunks(side, corpus):
