@@ -127,9 +127,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
 
 def page_limit_notice(limit: int, not_crawled: int) -> str:
     """What the owner is told when a crawl stopped at its page limit, and how to raise it."""
-    urls = f"{not_crawled} more URLs of the site were" if not_crawled != 1 else "1 more URL of the site was"
-    return (f"The crawl stopped at its page limit (crawl.max_pages = {limit}): {urls} found and not crawled, "
-            "and are not in the index. Raise crawl.max_pages (the console's Config page, or PATCH "
+    urls = (f"{not_crawled} more URLs of the site were found and not crawled, so they are" if not_crawled != 1
+            else "1 more URL of the site was found and not crawled, so it is")
+    return (f"The crawl stopped at its page limit (crawl.max_pages = {limit}): {urls} not in the index. "
+            "Raise crawl.max_pages (the console's Config page, or PATCH "
             '/admin/tenants/{id}/config with {"crawl": {"max_pages": N}}) and crawl again.')
 
 
