@@ -63,8 +63,10 @@ COARSE = 2
 #: Chunks that tie with the last of the COARSE x candidates (they have the same query words) go on
 #: to BM25 with it, up to this many x the candidates: cut by chunk id inside a tie, the German
 #: "Datei hochladen mit FastAPI" lost its page (BM25 rank 3 once the tie is kept; fastapi golden
-#: set recall@5 0.948 -> 0.966, SQLite's).
-TIE_ROOM = 10
+#: set recall@5 0.948 -> 0.966, SQLite's). 5 and 10 gave the same golden sets (444 questions
+#: pooled, within a question); at 10k synthetic chunks 10 read more tsvectors for little (hybrid
+#: store-only p50 ~45 against ~37 ms, two interleaved rounds; 2, no room: ~32 ms).
+TIE_ROOM = 5
 #: How many of the visitor's page's chunks are considered for the page boost (as SQLite).
 PAGE_CHUNKS = 500
 
