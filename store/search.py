@@ -293,15 +293,24 @@ def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
     return [(int(r), float(d)) for r, d in all_rows(conn.execute(sql, args))]
 
 
+def side_weights(params: FusionParams, mode: Mode) -> tuple[float, float]:
+    """(dense, bm25) weights of the fusion in `mode`: the params' in hybrid, 1 for the one side
+    searched otherwise, 0 for a side not searched (store/pg/search.py fuses in SQL with them too)."""
+    if mode == "hybrid":
+        return params.dense_weight, params.bm25_weight
+    return (1.0, 0.0) if mode == "dense" else (0.0, 1.0)
+
+
 def fuse(dense: list[tuple[int, float]], bm25: list[tuple[int, float]], params: FusionParams,
          mode: Mode) -> dict[int, float]:
     """Weighted reciprocal rank fusion: score = sum of weight / (k + rank) over the sides."""
     scores: dict[int, float] = {}
+    dense_weight, bm25_weight = side_weights(params, mode)
     sides = []
     if mode in ("hybrid", "dense"):
-        sides.append((dense, params.dense_weight if mode == "hybrid" else 1.0))
+        sides.append((dense, dense_weight))
     if mode in ("hybrid", "bm25"):
-        sides.append((bm25, params.bm25_weight if mode == "hybrid" else 1.0))
+        sides.append((bm25, bm25_weight))
     for candidates, weight in sides:
         for rank, (chunk_id, _) in enumerate(candidates, start=1):
             scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (params.rrf_k + rank)

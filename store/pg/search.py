@@ -55,6 +55,7 @@ from store.search import (
     coverage_from_counts,
     coverage_threshold,
     fuse,
+    side_weights,
 )
 
 #: The lexical side ranks COARSE x candidates by their words' IDF alone, then those by BM25. 2
@@ -195,7 +196,7 @@ FROM chunks ch CROSS JOIN LATERAL (
         SELECT p.url, p.title, p.id FROM pages p
         WHERE p.id = pc.page_id AND p.status = 'active' AND starts_with(p.url, %(shown_prefix)s) OFFSET 0) AS p
     WHERE pc.chunk_id = ch.id
-    ORDER BY (p.url = %(prefer_url)s) DESC, length(p.url), p.id LIMIT 1
+    ORDER BY (p.url = %(boost_url)s) DESC, length(p.url), p.id LIMIT 1
 ) AS page
 WHERE true"""
 
@@ -245,11 +246,11 @@ def search(
         similarity=similarity, details=sql.SQL(_DETAILS))
     window_size = k * 3 if (prefer_lang and lang_boost) else k
     shown_prefix = (filters.url_prefix if filters else None) or ""
+    dense_weight, bm25_weight = side_weights(params, mode)
     args.update(limit=limit, coarse=COARSE * limit, coarse_most=TIE_ROOM * limit, words=words,
                 boost_url=boost_url or "", page_chunks=PAGE_CHUNKS, window=window_size,
-                rrf_k=float(params.rrf_k), prefer_url=boost_url or "", shown_prefix=shown_prefix,
-                dense_weight=float(params.dense_weight if mode == "hybrid" else 1.0),
-                bm25_weight=float(params.bm25_weight if mode == "hybrid" else 1.0))
+                rrf_k=float(params.rrf_k), shown_prefix=shown_prefix, dense_weight=float(dense_weight),
+                bm25_weight=float(bm25_weight))
     if vector is not None:
         args["vector"] = query_to_pg(vector)
     # The visitor's page URL and the filters come from outside; PostgreSQL text cannot hold U+0000
@@ -326,7 +327,7 @@ def _details(conn: PgConnection, ids: list[int], prefer_url: str | None,
              shown_prefix: str) -> dict[int, tuple[str, str, str, str, str, str]]:
     """Chunk id → (text, kind, lang, url, title, heading path) for the chunks on an active page."""
     rows = conn.execute(_DETAILS + " AND ch.id = ANY(%(ids)s)",
-                        {"ids": ids, "prefer_url": strip_nul(prefer_url or ""),
+                        {"ids": ids, "boost_url": strip_nul(prefer_url or ""),
                          "shown_prefix": strip_nul(shown_prefix)}).fetchall()
     return {int(r[0]): r[1:] for r in rows}
 
