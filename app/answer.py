@@ -22,7 +22,7 @@ import anyio
 import msgspec
 import numpy as np
 
-from app.answerability import AnswerSignals, answerability
+from app.answerability import AnswerSignals, answerability, verdict_without_sentence
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -119,7 +119,9 @@ class Retrieval(msgspec.Struct, kw_only=True):
     quotes: list[tuple[int, str, str]] = msgspec.field(default_factory=list)
     """The extractive answer: (source number, text, kind) in reading order."""
     support: float = 0.0
-    sentence_similarity: float = 0.0
+    sentence_similarity: float | None = None
+    """The lead sentence's similarity to the question; None when it was not measured (it could
+    not change the verdict, or the question was refused before it)."""
     signals: AnswerSignals | None = None
     """What the answerability check read (app/answerability.py)."""
     actions: list[SuggestedAction] = msgspec.field(default_factory=list)
@@ -273,24 +275,25 @@ class Answerer:
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity
-        if selection.quotes and sentence_similarity is None:
-            # One short embedding: the sentence the answer would lead with, against the question.
-            sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
-        signals = answerability(confidence, coverage.share, sentence_similarity or 0.0,
-                                selection.lead_features.get("lexical", 0.0))
+        lexical = selection.lead_features.get("lexical", 0.0)
         # A near miss in the site's own vocabulary finds passages that share its words, never a
         # sentence that addresses the question; an off-topic one, a page that uses a word once.
         # The most telling reason first: words the site never uses say more than a low similarity.
+        signals = None
         if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
-        elif signals.probability < settings.min_answerability:
-            refused = "no sentence answers the question"
         else:
-            refused = ""
+            if sentence_similarity is None and verdict_without_sentence(
+                    confidence, lexical, settings.min_answerability) is None:
+                # One short embedding: the sentence the answer would lead with, against the question.
+                sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
+            signals = answerability(confidence, coverage.share, sentence_similarity, lexical,
+                                    threshold=settings.min_answerability)
+            refused = "no sentence answers the question" if signals.probability < settings.min_answerability else ""
         if refused:  # a refused answer reports a confidence below the tenant's threshold
             confidence = min(confidence, settings.min_confidence * 0.99)
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
@@ -299,7 +302,7 @@ class Answerer:
         return Retrieval(sources=sources, confidence=confidence, answered=not refused, refused=refused,
                          best_similarity=best, vector=vector.tobytes(), coverage=coverage, history=history,
                          carried=carried, quotes=quotes,
-                         support=selection.support, sentence_similarity=sentence_similarity or 0.0,
+                         support=selection.support, sentence_similarity=sentence_similarity,
                          signals=signals, actions=actions,
                          retrieval_ms=(time.perf_counter() - started) * 1000)
 

@@ -39,14 +39,41 @@ class AnswerSignals(msgspec.Struct, kw_only=True):
 
     confidence: float
     coverage: float
-    sentence_similarity: float
+    sentence_similarity: float | None
+    """None: not measured, since it could not change the verdict (`verdict_without_sentence`)."""
     lexical: float
     probability: float = 0.0
 
 
-def answerability(confidence: float, coverage: float, sentence_similarity: float, lexical: float) -> AnswerSignals:
-    """The probability that the site answers the question, with the signals behind it."""
-    logit = BIAS + (WEIGHTS["confidence"] * confidence + WEIGHTS["sentence_similarity"] * sentence_similarity
-                    + WEIGHTS["lexical"] * lexical)
+def answerability(confidence: float, coverage: float, sentence_similarity: float | None, lexical: float,
+                  *, threshold: float = 0.0) -> AnswerSignals:
+    """The probability that the site answers the question, with the signals behind it.
+
+    `sentence_similarity` None means it was not measured because it could not change the verdict
+    at `threshold` (`verdict_without_sentence`): the probability is then the bound that decided."""
+    if sentence_similarity is None:
+        verdict = verdict_without_sentence(confidence, lexical, threshold)
+        bound = _probability(confidence, 0.0 if verdict else 1.0, lexical)
+        return AnswerSignals(confidence=confidence, coverage=coverage, sentence_similarity=None,
+                             lexical=lexical, probability=bound)
     return AnswerSignals(confidence=confidence, coverage=coverage, sentence_similarity=sentence_similarity,
-                         lexical=lexical, probability=1.0 / (1.0 + math.exp(-logit)))
+                         lexical=lexical, probability=_probability(confidence, sentence_similarity, lexical))
+
+
+def verdict_without_sentence(confidence: float, lexical: float, threshold: float) -> bool | None:
+    """Whether the question is answered (True) or refused (False) at `threshold` whatever the lead
+    sentence's similarity is, or None when that similarity decides. Embedding the lead sentence is
+    a third of a question's CPU (issue 15); a strong or hopeless passage match does not need it."""
+    if _probability(confidence, 0.0, lexical) >= threshold:
+        return True
+    if _probability(confidence, 1.0, lexical) < threshold:
+        return False
+    return None
+
+
+def _probability(confidence: float, sentence_similarity: float, lexical: float) -> float:
+    # Clamped to 0..1 so that `verdict_without_sentence`'s two bounds hold for any cosine.
+    similarity = min(1.0, max(0.0, sentence_similarity))
+    logit = BIAS + (WEIGHTS["confidence"] * confidence + WEIGHTS["sentence_similarity"] * similarity
+                    + WEIGHTS["lexical"] * lexical)
+    return 1.0 / (1.0 + math.exp(-logit))

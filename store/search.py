@@ -138,7 +138,7 @@ def fts_terms(text: str) -> list[str]:
 
 def fts_query(text: str) -> str:
     """A safe FTS5 MATCH expression: every term a quoted string, OR-ed. '' if nothing to match."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in fts_terms(text))
+    return _or_query(fts_terms(text))
 
 
 def coverage_threshold(chunk_count: int) -> int:
@@ -256,16 +256,61 @@ def _filter_sql(filters: Filters | None, chunk_col: str) -> tuple[str, list]:
 
 def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filters | None,
                     params: FusionParams = DEFAULT_FUSION) -> tuple[str, list[tuple[int, float]]]:
-    query = fts_query(text)
-    if not query:
-        return query, []
+    """The `limit` best chunks by BM25 and their scores (lower is better, as FTS5 gives them).
+
+    A term in at least half the chunks weighs 1e-6 in FTS5's BM25 (its IDF, log((N - n + 0.5) /
+    (n + 0.5)), is clamped there), yet ranking every chunk it occurs in is most of the query's time:
+    it is left out whenever the other terms still fill the `limit`. The candidates are then the
+    same, their scores differ by under 1e-5 and only exact ties may come in another order."""
+    terms = fts_terms(text)
+    if not terms:
+        return "", []
     where, args = _filter_sql(filters, "chunk_fts.rowid")
-    rows: list[Row] = conn.execute(
-        f"SELECT rowid, bm25(chunk_fts, ?, ?, 1.0) AS score FROM chunk_fts "
-        f"WHERE chunk_fts MATCH ?{where} ORDER BY score LIMIT ?",
-        [params.title_weight, params.heading_weight, query, *args, limit],
-    ).fetchall()
-    return query, [(int(r), float(s)) for r, s in rows]
+
+    def best(query: str) -> list[tuple[int, float]]:
+        rows: list[Row] = conn.execute(
+            f"SELECT rowid, bm25(chunk_fts, ?, ?, 1.0) AS score FROM chunk_fts "
+            f"WHERE chunk_fts MATCH ?{where} ORDER BY score LIMIT ?",
+            [params.title_weight, params.heading_weight, query, *args, limit],
+        ).fetchall()
+        return [(int(r), float(s)) for r, s in rows]
+
+    query = _or_query(terms)
+    ranking = [t for t in terms if not _in_half_the_chunks(conn, t)] if len(terms) > 1 else terms
+    if ranking and len(ranking) < len(terms):
+        pruned = _or_query(ranking)
+        rows = best(pruned)
+        if len(rows) >= limit:
+            return pruned, rows
+    return query, best(query)
+
+
+def _or_query(terms: list[str]) -> str:
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+
+
+#: Per tenant file and content version: half its chunk count, and whether each term seen so far
+#: occurs in at least that many chunks.
+_common_terms: dict[tuple[str, str], tuple[int, dict[str, bool]]] = {}
+_COMMON_TERMS_KEPT = 8192
+
+
+def _in_half_the_chunks(conn: apsw.Connection, term: str) -> bool:
+    """Whether `term` occurs in at least half the tenant's chunks (FTS5 then weighs it 1e-6), counted
+    once per content version: a common term's count reads half the index."""
+    key = (conn.filename, vector_index.content_version(conn))
+    entry = _common_terms.get(key)
+    if entry is None:
+        for stale in [k for k in _common_terms if k[0] == key[0]]:  # the file's older content
+            _common_terms.pop(stale, None)
+        if sum(len(known) for _, known in _common_terms.values()) >= _COMMON_TERMS_KEPT:
+            _common_terms.clear()
+        entry = _common_terms[key] = (-(-chunk_count(conn) // 2), {})
+    half, known = entry
+    verdict = known.get(term)
+    if verdict is None:
+        verdict = known[term] = half > 0 and _matches_at_least(conn, _or_query([term]), half)
+    return verdict
 
 
 def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,

@@ -169,7 +169,7 @@ def _evict(room: int, now: float, keep_recent: bool = True) -> bool:
     return held + room <= _budget_bytes
 
 
-def _version(conn: apsw.Connection) -> str:
+def content_version(conn: apsw.Connection) -> str:
     """Changes whenever the tenant's content does (and when a file is replaced by another)."""
     meta: dict[str, str] = dict(all_rows(
         conn.execute("SELECT key, value FROM meta WHERE key IN ('generation', 'created_at')")))
@@ -185,7 +185,7 @@ def index_for(conn: apsw.Connection) -> VectorIndex | None:
     if _budget_bytes <= 0:
         return None
     key = conn.filename
-    generation = _version(conn)
+    generation = content_version(conn)
     now = time.monotonic()
     entry = _cache.get(key)
     if entry is not None:

@@ -12,6 +12,7 @@ from ingest.indexer import PageIndexer
 from store.errors import InvalidQuery
 from store.search import (
     Filters,
+    bm25_candidates,
     coverage_threshold,
     fts_query,
     fts_terms,
@@ -138,6 +139,38 @@ def small_tenants(ctx):
             indexer.index(doc)
         made[tenant_id] = tenant
     return ctx, made
+
+
+def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_changing_its_candidates(ctx):
+    """FTS5 weighs a term in at least half the chunks 1e-6: the lexical side leaves it out when the
+    other terms fill the candidates, with the same candidates and scores within 1e-5."""
+    tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    flavours = ["lemon", "cherry", "walnut", "ginger", "hazelnut", "apricot"]
+    for n in range(24):
+        flavour = flavours[n % len(flavours)]
+        indexer.index(Document(
+            url=f"https://shop.test/cake{n}", canonical_url=f"https://shop.test/cake{n}", title=f"Cake {n}",
+            lang="en", sections=[Section(heading_path=(f"Cake {n}",), text=(
+                f"Our {flavour} cake number {n} is baked daily. " + "Cake " * (n % 4)
+                + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
+
+    def full(text: str, limit: int) -> list[tuple[int, float]]:
+        return tenant.reader().execute(
+            "SELECT rowid, bm25(chunk_fts, 3.0, 2.0, 1.0) AS s FROM chunk_fts WHERE chunk_fts MATCH ? "
+            "ORDER BY s LIMIT ?", (fts_query(text), limit)).fetchall()
+
+    with tenant.reading() as conn:
+        query, rows = bm25_candidates(conn, "lemon or walnut cake in a tin", 6, None)
+        assert query == '"lemon" OR "walnut" OR "tin"'  # "cake" is in every chunk
+        expected = full("lemon or walnut cake in a tin", 6)
+        assert {r for r, _ in rows} == {r for r, _ in expected}
+        assert max(abs(a - b) for (_, a), (_, b) in zip(sorted(rows), sorted(expected), strict=True)) < 1e-5
+        # Too few chunks without the common term to fill the candidates: the whole query runs.
+        query, rows = bm25_candidates(conn, "ginger cake", 10, None)
+        assert query == '"ginger" OR "cake"' and len(rows) == 10
+        # A query of common terms only is run as it is.
+        assert bm25_candidates(conn, "cake", 5, None)[0] == '"cake"'
 
 
 def test_tenants_never_see_each_others_chunks(small_tenants):
