@@ -345,19 +345,38 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
-def _evidence_bonus(unit: Unit, asks: _Asks) -> float:
+class _Marks(msgspec.Struct, frozen=True):
+    """What a unit's text carries that a question may ask for; the same texts come back question
+    after question, so each is looked for once (`marks_of`)."""
+
+    money: bool
+    time: bool
+    date: bool
+    number: bool
+    contact: bool
+    api: bool
+    command: bool
+
+
+@functools.lru_cache(maxsize=8192)
+def marks_of(text: str) -> _Marks:
+    return _Marks(money=bool(_MONEY.search(text)), time=bool(_TIME.search(text)), date=bool(_DATE.search(text)),
+                  number=bool(_HAS_NUMBER.search(text)), contact=bool(_PHONE.search(text) or _EMAIL.search(text)),
+                  api=names_api(text), command=bool(_COMMAND_TEXT.search(text)))
+
+
+def _evidence_bonus(marks: _Marks, asks: _Asks) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number."""
-    text = unit.text
     bonus = 0.0
-    if asks.price and _MONEY.search(text):
+    if asks.price and marks.money:
         bonus += 0.25
-    if asks.time and _TIME.search(text):
+    if asks.time and marks.time:
         bonus += 0.25
-    if asks.date and _DATE.search(text):
+    if asks.date and marks.date:
         bonus += 0.15
-    if asks.count and _HAS_NUMBER.search(text):
+    if asks.count and marks.number:
         bonus += 0.1
-    if asks.contact and (_PHONE.search(text) or _EMAIL.search(text)):
+    if asks.contact and marks.contact:
         bonus += 0.25
     return bonus
 
@@ -433,9 +452,10 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if _ASK_WORD.fullmatch(w))
     for i, unit in enumerate(units):
         source = sources[unit.source]
-        evidence = _evidence_bonus(unit, asks)
+        marks = marks_of(unit.text)
+        evidence = _evidence_bonus(marks, asks)
         answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
-        if asks.howto and unit.kind == "sentence" and names_api(unit.text):
+        if asks.howto and unit.kind == "sentence" and marks.api:
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         features[i, :15] = (
             _coverage(weights, stems(unit.text), stems(unit.about), answered),
@@ -446,8 +466,8 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             unit.kind == "faq", unit.kind == "fact", unit.kind == "row", unit.kind == "code",
             min(len(unit.text), 600) / 300,
             unit.position < 3,
-            command_question and (unit.kind == "code" or bool(_COMMAND_TEXT.search(unit.text))),
-            number_question and bool(_HAS_NUMBER.search(unit.text)),
+            command_question and (unit.kind == "code" or marks.command),
+            number_question and marks.number,
             bool(page_url) and source.url == page_url,
             unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
             and bool(subject & stems(unit.text.split(" — ", 1)[0])),
@@ -557,7 +577,8 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     passage = [units[i] for i in chosen if units[i].source == lead_unit.source]
     support = _coverage(weights, frozenset().union(*(stems(u.text) for u in passage)),
                         frozenset().union(*(stems(u.about) for u in passage)))
-    top_words = frozenset().union(*(stems(u.text) | stems(u.about) for u in units if u.source < 2))
+    top_words = frozenset().union(*(stems(u.text) for u in units if u.source < 2),
+                                  *(stems(u.about) for u in units if u.source < 2))
     subject_weight = sum(weights[t] for t in subject)
     missing = sum(weights[t] for t in subject if t not in top_words) / subject_weight if subject_weight else 0.0
     return Selection(quotes=quotes, support=support, similarity=similarity[lead] if lead in measured else None,
