@@ -30,6 +30,7 @@ from app.routes import a2a, admin, ops, widget
 from app.settings import Settings
 from app.stack import answer_stack
 from app.warm import Warmer
+from app.workers import single_threaded_blas
 
 log = logging.getLogger("frontdesk.http")
 
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state.answerer, state.cache = stack.answerer, stack.cache
         state.model_ready = state.warm = False
         state.scheduler = None
+        single_threaded_blas()  # each worker, however granian started it (app/workers.py)
         # Load the weights before the first visitor asks (they take a second or two).
         await anyio.to_thread.run_sync(state.ctx.embedder().warm_up)
         state.model_ready = True

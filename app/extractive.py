@@ -345,38 +345,37 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
-class _Marks(msgspec.Struct, frozen=True):
-    """What a unit's text carries that a question may ask for; the same texts come back question
-    after question, so each is looked for once (`marks_of`)."""
-
-    money: bool
-    time: bool
-    date: bool
-    number: bool
-    contact: bool
-    api: bool
-    command: bool
+@functools.lru_cache(maxsize=16384)
+def carries(text: str, what: str) -> bool:
+    """Whether a unit's text carries `what` (a key of `_CARRIED`: a price, a time, an API name…).
+    Looked for only when a question asks for it, and remembered: the same texts come back
+    question after question."""
+    return _CARRIED[what](text)
 
 
-@functools.lru_cache(maxsize=8192)
-def marks_of(text: str) -> _Marks:
-    return _Marks(money=bool(_MONEY.search(text)), time=bool(_TIME.search(text)), date=bool(_DATE.search(text)),
-                  number=bool(_HAS_NUMBER.search(text)), contact=bool(_PHONE.search(text) or _EMAIL.search(text)),
-                  api=names_api(text), command=bool(_COMMAND_TEXT.search(text)))
+_CARRIED: dict[str, Callable[[str], bool]] = {
+    "money": lambda text: bool(_MONEY.search(text)),
+    "time": lambda text: bool(_TIME.search(text)),
+    "date": lambda text: bool(_DATE.search(text)),
+    "number": lambda text: bool(_HAS_NUMBER.search(text)),
+    "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
+    "api": lambda text: names_api(text),
+    "command": lambda text: bool(_COMMAND_TEXT.search(text)),
+}
 
 
-def _evidence_bonus(marks: _Marks, asks: _Asks) -> float:
+def _evidence_bonus(text: str, asks: _Asks) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number."""
     bonus = 0.0
-    if asks.price and marks.money:
+    if asks.price and carries(text, "money"):
         bonus += 0.25
-    if asks.time and marks.time:
+    if asks.time and carries(text, "time"):
         bonus += 0.25
-    if asks.date and marks.date:
+    if asks.date and carries(text, "date"):
         bonus += 0.15
-    if asks.count and marks.number:
+    if asks.count and carries(text, "number"):
         bonus += 0.1
-    if asks.contact and marks.contact:
+    if asks.contact and carries(text, "contact"):
         bonus += 0.25
     return bonus
 
@@ -427,7 +426,7 @@ UNIT_WEIGHTS = np.array([
 ])
 
 _COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
-_COMMAND_TEXT = re.compile(r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
+_COMMAND_TEXT: re.Pattern[str] = re.compile(r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
 _NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|when|cu[aá]nt[oa]s?|wie viele?|wann)\b",
                        re.I)
 
@@ -452,10 +451,9 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if _ASK_WORD.fullmatch(w))
     for i, unit in enumerate(units):
         source = sources[unit.source]
-        marks = marks_of(unit.text)
-        evidence = _evidence_bonus(marks, asks)
+        evidence = _evidence_bonus(unit.text, asks)
         answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
-        if asks.howto and unit.kind == "sentence" and marks.api:
+        if asks.howto and unit.kind == "sentence" and carries(unit.text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         features[i, :15] = (
             _coverage(weights, stems(unit.text), stems(unit.about), answered),
@@ -466,8 +464,8 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             unit.kind == "faq", unit.kind == "fact", unit.kind == "row", unit.kind == "code",
             min(len(unit.text), 600) / 300,
             unit.position < 3,
-            command_question and (unit.kind == "code" or marks.command),
-            number_question and marks.number,
+            command_question and (unit.kind == "code" or carries(unit.text, "command")),
+            number_question and carries(unit.text, "number"),
             bool(page_url) and source.url == page_url,
             unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
             and bool(subject & stems(unit.text.split(" — ", 1)[0])),

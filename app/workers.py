@@ -1,7 +1,8 @@
 """How many worker processes `frontdesk serve` runs: from FRONTDESK_WORKERS / `--workers`, else one
 per core as far as the memory available allows at ~350 MB each (the model and tenants are loaded
 once per worker). Inside a container the cgroup's CPU quota and memory limit count, not the host's.
-And how their memory is kept in bounds: `limit_malloc_arenas`, `release_free_memory`."""
+And how their memory is kept in bounds: `limit_malloc_arenas`, `release_free_memory`; and their CPU:
+`single_threaded_blas`."""
 
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
     with contextlib.suppress(OSError, AttributeError):
         return bool(ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, arenas))
     return False
+
+
+def single_threaded_blas() -> bool:
+    """Run numpy's BLAS (OpenBLAS) on the calling thread only, for this process and the workers it
+    forks. A search's matrix products are a few milliseconds; OpenBLAS's helper threads then
+    spin-wait for more work and took ~16 of the ~37 ms of CPU a question cost on two cores (10k-chunk
+    tenant), competing with the next question's search (issue 15). The query embedding has its
+    own thread pool (onnxruntime's), untouched. True when a BLAS library was limited."""
+    import numpy  # noqa: F401  (loads OpenBLAS: threadpoolctl limits only libraries already loaded)
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - a broken install
+        return False
+    return bool(threadpool_limits(limits=1, user_api="blas").get_original_num_threads().get("blas"))
 
 
 def release_free_memory() -> bool:

@@ -11,9 +11,10 @@ import struct
 import threading
 from collections.abc import Collection
 
+import numpy as np
 from langdetect.detector import Detector
 from langdetect.detector_factory import PROFILES_DIRECTORY
-from langdetect.lang_detect_exception import LangDetectException
+from langdetect.lang_detect_exception import ErrorCode, LangDetectException
 
 _lock = threading.Lock()
 _profiles: Profiles | None = None
@@ -76,6 +77,50 @@ class CompactDetector(Detector):
         super().__init__(profiles)
         self._profiles = profiles
         self._rows: dict[str, list[float]] = {}
+
+    def _detect_block(self) -> None:
+        """langdetect's own loop (the same seeded draws, trials and convergence test) with each
+        step's multiplication of the 55 languages' probabilities done by numpy: the same float64
+        operations on the same values — the normalising sum is still Python's, in order — so the
+        same result (tests/test_lang.py), in about half the time. A question langdetect reads
+        took ~15 ms of Python, a third of its answer's CPU (issue 15)."""
+        self.cleaning_text()
+        ngrams = self._extract_ngrams()
+        if not ngrams:
+            raise LangDetectException(ErrorCode.CantDetectError, "No features in text.")
+        size = len(self.langlist)
+        # Each distinct n-gram's row once; the draws pick row numbers (`choice` consumes the seeded
+        # generator the same way whatever the list holds).
+        index: dict[str, int] = {}
+        picks = [index.setdefault(word, len(index)) for word in ngrams]
+        table = np.array([self._profiles.row(word)[:size] for word in index], dtype=np.float64)
+        langprob = [0.0] * size
+        stack = np.empty((6, size), dtype=np.float64)
+        draw = self.random
+        draw.seed(self.seed)
+        for _ in range(self.n_trial):
+            prob = np.array(self._init_probability(), dtype=np.float64)
+            alpha = self.alpha + draw.gauss(0.0, 1.0) * self.ALPHA_WIDTH
+            factors = (alpha / self.BASE_FREQ) + table  # langdetect's `weight + row` per n-gram
+            step, batch = 0, 1
+            while True:
+                # The steps up to the next convergence test (after step 0, then every 5th),
+                # multiplied in one row after another: the same products in the same order.
+                stack[0] = prob
+                np.take(factors, [draw.choice(picks) for _ in range(batch)], axis=0, out=stack[1:batch + 1])
+                np.multiply.reduce(stack[:batch + 1], axis=0, out=prob)
+                step += batch - 1
+                total = sum(prob.tolist())
+                if not total:  # langdetect would divide by zero
+                    raise LangDetectException(ErrorCode.CantDetectError, "No probability left.")
+                prob /= total
+                if float(prob.max()) > self.CONV_THRESHOLD or step >= self.ITERATION_LIMIT:
+                    break
+                step += 1
+                batch = 5
+            for j, p in enumerate(prob.tolist()):
+                langprob[j] += p / self.n_trial
+        self.langprob = langprob
 
     def _update_lang_prob(self, prob: list[float], word: str | None, alpha: float) -> bool:
         if word is None or word not in self.word_lang_prob_map:

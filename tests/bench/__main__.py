@@ -39,6 +39,10 @@ SUITES = {
 
 
 def main() -> None:
+    # What's measured in this process (store, embed, eval) runs as `frontdesk` runs it.
+    from app.workers import single_threaded_blas
+
+    single_threaded_blas()
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
     parser.add_argument("suites", nargs="*", help=f"which benchmarks of {', '.join(SUITES)} (default: all)")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
