@@ -6,7 +6,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from app.answerability import answerability, verdict_without_sentence
 from app.eval import answer_precision
 from app.extractive import is_code, row_text, select, term_weights, units_of
 from app.followup import carried_subject, leans_on_history
@@ -204,3 +207,21 @@ def test_a_sentence_that_finishes_the_lead_s_thought_is_quoted_with_it():
     assert texts[:2] == ["- max_age - Sets a maximum time in seconds for browsers to cache CORS responses.",
                          "Default 600."], texts
     assert not any(t.startswith("- expose_headers") for t in texts)  # the next item is another thought
+
+
+@given(confidence=st.floats(0, 1), lexical=st.floats(0, 1), threshold=st.floats(0.01, 0.99),
+       similarity=st.floats(-1, 1))
+def test_the_lead_sentence_is_skipped_only_when_its_similarity_cannot_change_the_verdict(
+        confidence, lexical, threshold, similarity):
+    """`verdict_without_sentence` decides without the lead sentence's embedding only when every
+    similarity the model can read gives the same verdict; the signals then carry the bound."""
+    verdict = verdict_without_sentence(confidence, lexical, threshold)
+    measured = answerability(confidence, 0.5, similarity, lexical).probability >= threshold
+    if verdict is not None:
+        assert measured is verdict
+        skipped = answerability(confidence, 0.5, None, lexical, threshold=threshold)
+        assert skipped.sentence_similarity is None and (skipped.probability >= threshold) is verdict
+    else:
+        low = answerability(confidence, 0.5, 0.0, lexical).probability
+        high = answerability(confidence, 0.5, 1.0, lexical).probability
+        assert low < threshold <= high
