@@ -10,6 +10,7 @@ from ingest.embed import MODELS, Embedder, shared_embedder
 from store import vector_index
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
+from store.migrations import model_mismatch
 from store.search import DEFAULT_FUSION, Filters, FusionParams, Mode, SearchResult
 from store.tenants import Connection, Registry, Tenant, TenantRegistry, validate_tenant_id
 
@@ -48,8 +49,10 @@ class Context:
                 f"run `frontdesk reindex {tenant.id}` to rebuild it with one of {', '.join(MODELS)}"
             )
         embedder = self.embedder(model)
-        tenant.store.migrations.check_model(conn, tenant.id, embedder.id, embedder.dim)
-        stored = tenant.store.migrations.read_meta(conn).get("embedder_fingerprint", embedder.fingerprint)
+        meta = tenant.store.migrations.read_meta(conn)  # once: every question comes through here
+        if (mismatch := model_mismatch(meta, tenant.id, embedder.id, embedder.dim)) is not None:
+            raise mismatch
+        stored = meta.get("embedder_fingerprint", embedder.fingerprint)
         if stored != embedder.fingerprint:
             raise ModelMismatch(
                 f"tenant {tenant.id} was indexed with different weights of {embedder.id} "

