@@ -515,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--host", default=None)
     serve_parser.add_argument("--port", type=int, default=None)
     serve_parser.add_argument("--workers", type=int, default=None,
-                              help="worker processes (default $FRONTDESK_WORKERS, else 1; 0 = one per core as memory allows)")
+                              help="worker processes (default $FRONTDESK_WORKERS, else 0 = one per core as memory allows)")
 
     quick = sub.add_parser("quickstart", parents=[common], help="crawl the bundled sample site and serve it with the widget")
     quick.add_argument("--port", type=int, default=None, help="frontdesk port (default 8000, or a free one)")
