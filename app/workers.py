@@ -77,26 +77,76 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup: Path = CGROUP) -> int | None:
-    """MemAvailable in MB, or what the cgroup (v2) limit leaves if that is less; None where neither
+def own_cgroup(root: Path = CGROUP, self_cgroup: Path = Path("/proc/self/cgroup")) -> Path:
+    """This process's cgroup (v2) directory. Inside a container it is the root (the container's
+    own namespace); under systemd (a unit's `MemoryMax=`, `systemd-run -p CPUQuota=`) it is the
+    unit's directory below the root, where those limits are."""
+    for line in (_read(self_cgroup) or "").splitlines():
+        if line.startswith("0::"):
+            path = root / line[3:].strip().lstrip("/")
+            if path.is_dir():
+                return path
+    return root
+
+
+def _limiting(cgroup: Path | None, root: Path) -> list[Path]:
+    """The cgroups whose limits apply: `cgroup` (default: this process's) and each parent up to
+    `root` — a parent's limit holds for everything below it."""
+    start = cgroup if cgroup is not None else own_cgroup(root)
+    chain = [start]
+    while chain[-1] != root and root in chain[-1].parents:
+        chain.append(chain[-1].parent)
+    return chain
+
+
+def _limiting_v1(controller: str, root: Path = CGROUP,
+                 self_cgroup: Path = Path("/proc/self/cgroup")) -> list[Path]:
+    """The same for a cgroup v1 hierarchy (older hosts and container runtimes): this process's
+    directory under the controller's mount and each parent up to the mount; a container sees its
+    own cgroup at the mount itself."""
+    mount = root / controller
+    for line in (_read(self_cgroup) or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) == 3 and controller in parts[1].split(","):
+            path = mount / parts[2].strip().lstrip("/")
+            start = path if path.is_dir() else mount
+            return _limiting(start, mount) if mount in start.parents or start == mount else [mount]
+    return []
+
+
+def available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup: Path | None = None, root: Path = CGROUP) -> int | None:
+    """MemAvailable in MB, or what a cgroup (v2) limit leaves if that is less; None where neither
     says."""
     found: list[int] = []
     for line in (_read(meminfo) or "").splitlines():
         if line.startswith("MemAvailable:"):
             found.append(int(line.split()[1]) // 1024)
-    limit, current = _read(cgroup / "memory.max"), _read(cgroup / "memory.current")
-    if limit and limit != "max" and limit.isdigit():
-        used = int(current) if current and current.isdigit() else 0
-        found.append((int(limit) - used) // (1024 * 1024))
+    for group in _limiting(cgroup, root):
+        limit, current = _read(group / "memory.max"), _read(group / "memory.current")
+        if limit and limit != "max" and limit.isdigit():
+            used = int(current) if current and current.isdigit() else 0
+            found.append((int(limit) - used) // (1024 * 1024))
+    if cgroup is None:
+        for group in _limiting_v1("memory", root):
+            limit, current = _read(group / "memory.limit_in_bytes"), _read(group / "memory.usage_in_bytes")
+            if limit and limit.isdigit() and int(limit) < 2 ** 62:  # "no limit" is a huge number
+                used = int(current) if current and current.isdigit() else 0
+                found.append((int(limit) - used) // (1024 * 1024))
     return min(found) if found else None
 
 
-def usable_cpus(cgroup: Path = CGROUP) -> int:
-    """Cores this process may run on, capped by the cgroup's (v2) CPU quota."""
+def usable_cpus(cgroup: Path | None = None, root: Path = CGROUP) -> int:
+    """Cores this process may run on, capped by a cgroup's (v2) CPU quota."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    quota = (_read(cgroup / "cpu.max") or "max").split()
-    if len(quota) == 2 and quota[0] != "max" and quota[0].isdigit() and quota[1].isdigit() and int(quota[1]):
-        cpus = min(cpus, max(1, math.ceil(int(quota[0]) / int(quota[1]))))
+    for group in _limiting(cgroup, root):
+        quota = (_read(group / "cpu.max") or "max").split()
+        if len(quota) == 2 and quota[0] != "max" and quota[0].isdigit() and quota[1].isdigit() and int(quota[1]):
+            cpus = min(cpus, max(1, math.ceil(int(quota[0]) / int(quota[1]))))
+    if cgroup is None:
+        for group in _limiting_v1("cpu", root):
+            quota_us, period_us = _read(group / "cpu.cfs_quota_us"), _read(group / "cpu.cfs_period_us")
+            if quota_us and quota_us.isdigit() and period_us and period_us.isdigit() and int(period_us):
+                cpus = min(cpus, max(1, math.ceil(int(quota_us) / int(period_us))))
     return max(1, cpus)
 
 

@@ -23,7 +23,7 @@ import pytest
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from app.leader import FileLock
-from app.workers import auto_workers, available_mb, usable_cpus
+from app.workers import _limiting_v1, auto_workers, available_mb, own_cgroup, usable_cpus
 from tests.server import ROOT, _stop, _wait_until_healthy, free_port
 from tests.sitesrv import Fault, serve_site
 
@@ -256,6 +256,46 @@ def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(s
         assert httpx.get(f"{served.base}/healthz").status_code == 200
         time.sleep(0.1)
     assert served.served_by(respawned, "/healthz") > 0
+
+
+def test_a_systemd_units_limits_count_where_they_are_set(tmp_path):
+    """Under systemd (`MemoryMax=` in a unit, `systemd-run -p CPUQuota=`) the limits are in the
+    process's own cgroup below the root, or in a parent of it: both count."""
+    root = tmp_path / "cgroup"
+    scope = root / "system.slice" / "frontdesk.service"
+    scope.mkdir(parents=True)
+    self_cgroup = tmp_path / "self-cgroup"
+    self_cgroup.write_text("0::/system.slice/frontdesk.service\n")
+    assert own_cgroup(root, self_cgroup) == scope
+    self_cgroup.write_text("0::/\n")
+    assert own_cgroup(root, self_cgroup) == root
+    self_cgroup.write_text("4:memory:/elsewhere\n")  # no v2 line: the root
+    assert own_cgroup(root, self_cgroup) == root
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable:  8192000 kB\n")
+    (scope / "memory.max").write_text(f"{1024 ** 3}\n")
+    (scope / "memory.current").write_text(f"{100 * 1024 ** 2}\n")
+    assert available_mb(meminfo, scope, root) == 924
+    assert auto_workers(cpus=2, memory_mb=available_mb(meminfo, scope, root)) == 1
+    # A quota on the slice above holds for the unit inside it.
+    (root / "system.slice" / "cpu.max").write_text("100000 100000\n")
+    assert usable_cpus(scope, root) == 1
+    (root / "system.slice" / "cpu.max").write_text("max 100000\n")
+    assert usable_cpus(scope, root) == usable_cpus(tmp_path / "none", root)
+
+
+def test_cgroup_v1_limits_are_found_under_each_controllers_mount(tmp_path):
+    """Older hosts and runtimes mount one hierarchy per controller: the process's directory under
+    the mount and its parents count; a container sees its own cgroup at the mount itself."""
+    root = tmp_path / "cgroup"
+    scope = root / "memory" / "bench" / "run1"
+    scope.mkdir(parents=True)
+    (root / "cpu").mkdir()
+    self_cgroup = tmp_path / "self-cgroup"
+    self_cgroup.write_text("4:memory:/bench/run1\n1:cpu,cpuacct:/docker/abc\n0::/\n")
+    assert _limiting_v1("memory", root, self_cgroup) == [scope, scope.parent, root / "memory"]
+    assert _limiting_v1("cpu", root, self_cgroup) == [root / "cpu"]  # not under the mount: the mount's
+    assert _limiting_v1("pids", root, self_cgroup) == []
 
 
 def test_the_default_worker_count_follows_cores_and_memory(tmp_path):
