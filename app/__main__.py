@@ -16,7 +16,7 @@ import msgspec
 from app.context import Context
 from app.progress import Progress
 from app.settings import Settings
-from app.workers import limit_malloc_arenas, single_threaded_blas
+from app.workers import limit_malloc_arenas
 from store.errors import FrontdeskError, InvalidConfig, InvalidInput
 from store.tenants import TenantRegistry, validate_tenant_id
 
@@ -569,7 +569,6 @@ SQLITE_ONLY_COMMANDS = frozenset({"backup", "restore", "quickstart"})
 def main(argv: list[str] | None = None) -> int:
     # First, before any thread starts (and before `serve` forks its workers, which inherit it).
     limit_malloc_arenas()
-    single_threaded_blas()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")

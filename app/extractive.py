@@ -426,7 +426,8 @@ UNIT_WEIGHTS = np.array([
 ])
 
 _COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
-_COMMAND_TEXT: re.Pattern[str] = re.compile(r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
+_COMMAND_TEXT: re.Pattern[str] = re.compile(
+    r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
 _NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|when|cu[aá]nt[oa]s?|wie viele?|wann)\b",
                        re.I)
 

@@ -1,6 +1,7 @@
 """How many worker processes `frontdesk serve` runs: from FRONTDESK_WORKERS / `--workers`, else one
 per core as far as the memory available allows at ~350 MB each (the model and tenants are loaded
-once per worker). Inside a container the cgroup's CPU quota and memory limit count, not the host's.
+once per worker). A cgroup's CPU quota and memory limit count, not the host's: a container's, a
+systemd unit's and their parents', on cgroup v2 or v1.
 And how their memory is kept in bounds: `limit_malloc_arenas`, `release_free_memory`; and their CPU:
 `single_threaded_blas`."""
 
@@ -42,11 +43,13 @@ def limit_malloc_arenas(arenas: int = MALLOC_ARENAS) -> bool:
 
 
 def single_threaded_blas() -> bool:
-    """Run numpy's BLAS (OpenBLAS) on the calling thread only, for this process and the workers it
-    forks. A search's matrix products are a few milliseconds; OpenBLAS's helper threads then
-    spin-wait for more work and took ~16 of the ~37 ms of CPU a question cost on two cores (10k-chunk
-    tenant), competing with the next question's search (issue 15). The query embedding has its
-    own thread pool (onnxruntime's), untouched. True when a BLAS library was limited."""
+    """Run numpy's BLAS (OpenBLAS) on the calling thread only, in this process: each server worker
+    does at start (app/asgi.py). A search's matrix products are a few milliseconds; OpenBLAS's
+    helper threads then spin-wait for more work and took ~16 of the ~37 ms of CPU a question cost
+    on two cores (10k-chunk tenant), competing with the next question's search (issue 15). The
+    MiniLM embedding has its own thread pool (onnxruntime's), untouched; the multilingual model,
+    pure numpy, embeds ~15% slower in a worker. The CLI's own commands (`crawl`, `index`, `eval`)
+    keep numpy's threads. True when a BLAS library was limited."""
     import numpy  # noqa: F401  (loads OpenBLAS: threadpoolctl limits only libraries already loaded)
 
     try:
@@ -115,8 +118,8 @@ def _limiting_v1(controller: str, root: Path = CGROUP,
 
 
 def available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup: Path | None = None, root: Path = CGROUP) -> int | None:
-    """MemAvailable in MB, or what a cgroup (v2) limit leaves if that is less; None where neither
-    says."""
+    """MemAvailable in MB, or what a cgroup (v2 or v1) limit leaves if that is less; None where
+    neither says."""
     found: list[int] = []
     for line in (_read(meminfo) or "").splitlines():
         if line.startswith("MemAvailable:"):
@@ -136,7 +139,7 @@ def available_mb(meminfo: Path = Path("/proc/meminfo"), cgroup: Path | None = No
 
 
 def usable_cpus(cgroup: Path | None = None, root: Path = CGROUP) -> int:
-    """Cores this process may run on, capped by a cgroup's (v2) CPU quota."""
+    """Cores this process may run on, capped by a cgroup's (v2 or v1) CPU quota."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     for group in _limiting(cgroup, root):
         quota = (_read(group / "cpu.max") or "max").split()
