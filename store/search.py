@@ -276,7 +276,8 @@ def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filte
         return [(int(r), float(s)) for r, s in rows]
 
     query = _or_query(terms)
-    ranking = [t for t in terms if not _in_half_the_chunks(conn, t)] if len(terms) > 1 else terms
+    common = _in_half_the_chunks(conn, terms) if len(terms) > 1 else set()
+    ranking = [t for t in terms if t not in common]
     if ranking and len(ranking) < len(terms):
         pruned = _or_query(ranking)
         rows = best(pruned)
@@ -295,9 +296,9 @@ _common_terms: dict[tuple[str, str], tuple[int, dict[str, bool]]] = {}
 _COMMON_TERMS_KEPT = 8192
 
 
-def _in_half_the_chunks(conn: apsw.Connection, term: str) -> bool:
-    """Whether `term` occurs in at least half the tenant's chunks (FTS5 then weighs it 1e-6), counted
-    once per content version: a common term's count reads half the index."""
+def _in_half_the_chunks(conn: apsw.Connection, terms: list[str]) -> set[str]:
+    """Which of `terms` occur in at least half the tenant's chunks (FTS5 then weighs them 1e-6),
+    each counted once per content version: a common term's count reads half the index."""
     key = (conn.filename, vector_index.content_version(conn))
     entry = _common_terms.get(key)
     if entry is None:
@@ -307,10 +308,10 @@ def _in_half_the_chunks(conn: apsw.Connection, term: str) -> bool:
             _common_terms.clear()
         entry = _common_terms[key] = (-(-chunk_count(conn) // 2), {})
     half, known = entry
-    verdict = known.get(term)
-    if verdict is None:
-        verdict = known[term] = half > 0 and _matches_at_least(conn, _or_query([term]), half)
-    return verdict
+    for term in terms:
+        if term not in known:
+            known[term] = half > 0 and _matches_at_least(conn, _or_query([term]), half)
+    return {term for term in terms if known[term]}
 
 
 def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
