@@ -220,7 +220,9 @@ _PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      r"\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?instructions\s+(?:précédentes|precedentes|antérieures"
      r"|anterieures)\b"),
 )
-_MARKERS = [(reason, gates, re.compile(pattern)) for reason, gates, pattern in _PATTERNS]
+_MARKERS = [(reason, tuple(gate if gate is AI else frozenset(gate) for gate in gates), re.compile(pattern))
+            for reason, gates, pattern in _PATTERNS]
+_GATE_WORDS = tuple({word: None for _, gates, _ in _PATTERNS for gate in gates if gate is not AI for word in gate})
 _AI_WORD = re.compile(
     r"(?<![a-z])(?:ai|a\.i\.|llms?|gpt|chatgpt|claude|gemini|copilot|chat\s?bots?|bots?|assistants?"
     r"|language\s+models?)(?![a-z])"
@@ -251,29 +253,23 @@ def _names_an_ai(folded: str) -> bool:
 
 
 def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
-    present: dict[str, bool] = {}  # gate word → in the text (each looked for once)
-
-    def holds(gate: tuple[str, ...]) -> bool:
-        if gate is AI:
-            if "<ai>" not in present:
-                present["<ai>"] = _names_an_ai(folded)
-            return present["<ai>"]
-        for word in gate:
-            found = present.get(word)
-            if found is None:
-                found = present[word] = word in folded
-            if found:
-                return True
-        return False
-
+    present = {word for word in _GATE_WORDS if word in folded}  # one substring test a word
+    names_an_ai: bool | None = None  # looked for only when a pattern's other gates hold
     for reason, gates, pattern in _MARKERS:
-        if not all(holds(gate) for gate in gates):
-            continue
-        for match in pattern.finditer(folded):
-            start = match.start()
-            while start < match.end() and folded[start].isspace():
-                start += 1  # a pattern anchored on a line or sentence start begins at its first word
-            yield reason, start, match.end()
+        for gate in gates:
+            if gate is AI:
+                if names_an_ai is None:
+                    names_an_ai = _names_an_ai(folded)
+                if not names_an_ai:
+                    break
+            elif present.isdisjoint(gate):
+                break
+        else:
+            for match in pattern.finditer(folded):
+                start = match.start()
+                while start < match.end() and folded[start].isspace():
+                    start += 1  # a pattern anchored on a line or sentence start begins at its first word
+                yield reason, start, match.end()
 
 
 def find_injections(text: str) -> list[tuple[str, int, int]]:

@@ -4,6 +4,7 @@ what character references spell caught in the parsed page."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -44,16 +45,36 @@ _URL_ATTRIBUTE_NAME = re.compile(
 def _link_addresses(markup: str) -> Iterator[tuple[int, int]]:
     """Where the addresses of links (href, src… values up to a query string or fragment) are in
     the markup; mailto:, tel: and other contact links are not addresses to keep."""
+    for match in _url_attribute_values(markup):
+        group = 1 if match.start(1) >= 0 else 2 if match.start(2) >= 0 else 3
+        value = match.group(group)
+        if value.lower().lstrip().startswith(_CONTACT_SCHEMES):
+            continue
+        cut = min((i for i in (value.find("?"), value.find("#")) if i != -1), default=len(value))
+        if cut:
+            yield match.start(group), match.start(group) + cut
+
+
+def _url_attribute_values(markup: str) -> Iterator[re.Match[str]]:
+    """The attribute values (`_ATTRIBUTE_VALUE` matches) whose name is a URL attribute's."""
     for match in _ATTRIBUTE_VALUE.finditer(markup):
         start = match.start()
+        # A page has thousands of attribute values (class, id, style…): the two characters
+        # before the "=" rule most of them out without the name pattern.
+        if start >= 2 and markup[start - 2 : start] not in _URL_NAME_ENDINGS and markup[start - 1] not in " \t\n":
+            continue
         if _URL_ATTRIBUTE_NAME.search(markup, max(0, start - 16), start):
-            group = next(g for g in (1, 2, 3) if match.group(g) is not None)
-            value = match.group(group)
-            if value.lower().lstrip().startswith(_CONTACT_SCHEMES):
-                continue
-            cut = min((i for i in (value.find("?"), value.find("#")) if i != -1), default=len(value))
-            if cut:
-                yield match.start(group), match.start(group) + cut
+            yield match
+
+
+# How each URL attribute's name ends (href, src, srcset, action, cite, poster, data,
+# background, longdesc, ping, manifest), spelled every way the name pattern matches: either
+# case, and "ſ" for "s" (Unicode case folding; no other letter of these has such a twin).
+_URL_NAME_ENDINGS = frozenset(
+    "".join(spelling)
+    for ending in ("ef", "rc", "et", "on", "te", "er", "ta", "nd", "sc", "ng", "st")
+    for spelling in itertools.product(*({c, c.upper(), *("ſ" if c == "s" else "")} for c in ending))
+)
 _CONTACT_SCHEMES = ("mailto:", "tel:", "sms:", "callto:")
 
 
