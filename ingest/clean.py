@@ -253,9 +253,11 @@ def _looks_random_base64(token: str) -> bool:
 # no four consonants without one), and no digit sits inside a word. Of 3 million random
 # base64 runs of 32 characters 11 pass, of 40 characters none.
 _WORD_PIECES = re.compile(r"[-_./+=]+")
-_HUMPS = re.compile(r"(?:[A-Z]{0,5}[a-z]{2,}|[A-Z]{1,5}(?![a-z])|[0-9]{1,4}(?![0-9]))+")
+# Each hump is atomic: a capital run of 26 before a long number tried every split of the capitals
+# (exponential). Taken greedily, a hump is never split another way, so the test is linear.
+_HUMPS = re.compile(r"(?>[A-Z]{0,5}[a-z]{2,}|[A-Z]{1,5}(?![a-z])|[0-9]{1,4}(?![0-9]))++")
 _LOWER_RUN = re.compile(r"[a-z]+")
-_DIGIT_INSIDE_A_WORD = re.compile(r"[a-zA-Z][0-9]+[a-z]")
+_DIGIT_INSIDE_A_WORD = re.compile(r"[a-zA-Z][0-9]++[a-z]")
 _VOWELS = frozenset("aeiouy")
 
 

@@ -282,6 +282,21 @@ def test_secret_lookalikes_are_kept(text):
     assert clean(text) == text
 
 
+def test_the_word_test_takes_no_exponential_path():
+    """A capital run before a long number once tried every split of the capitals (a base64
+    alphabet written out on a page hung the crawl). A hang guard, not a speed test: each input
+    takes ~1 ms; the exponential path took hours."""
+    import time
+
+    from ingest.clean import _reads_as_words
+
+    for token in ["abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/", "A" * 5000 + "0" * 20,
+                  "ABCDEabc" * 2000 + "12345", "a" + "1" * 20000 + "b"]:
+        started = time.monotonic()
+        assert not _reads_as_words(token)
+        assert time.monotonic() - started < 2
+
+
 def test_random_keys_never_read_as_words():
     """The word test that keeps identifiers lets no random key through: 20,000 seeded base64 and
     base64url runs of 32 to 64 characters (the measured rate is ~4 in a million at 32)."""
