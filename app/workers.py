@@ -112,8 +112,7 @@ def _limiting_v1(controller: str, root: Path = CGROUP,
         parts = line.split(":", 2)
         if len(parts) == 3 and controller in parts[1].split(","):
             path = mount / parts[2].strip().lstrip("/")
-            start = path if path.is_dir() else mount
-            return _limiting(start, mount) if mount in start.parents or start == mount else [mount]
+            return _limiting(path if path.is_dir() else mount, mount)
     return []
 
 
