@@ -26,6 +26,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Worker processes `frontdesk serve` runs; 0 (the default) = one per core, as many as memory
     allows at ~350 MB each, at least one (README, "Workers": two workers answered 1.2-1.9x as many
     questions a second as one on two cores)."""
+    answer_threads: int = 0
+    """Questions one server worker retrieves and ranks at once; the others wait their turn. 0 (the
+    default) = 1 on the SQLite files, where retrieval is CPU in one interpreter and more threads only
+    take the lock from each other (README, "Workers"), and 4 on PostgreSQL, where it waits on the database."""
     admin_token: str = ""
     """Server admin bearer token for /admin and /a2a; empty disables the server-wide token."""
     model: str = "minilm-l6-v2-int8"
@@ -108,12 +112,19 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             settings = msgspec.convert(values, cls, strict=False)
         except msgspec.ValidationError as exc:
             raise InvalidConfig(f"bad FRONTDESK_* setting: {exc}") from None
+        if settings.answer_threads < 0:
+            raise InvalidConfig("bad FRONTDESK_* setting: FRONTDESK_ANSWER_THREADS must be 0 (automatic) or more")
         if settings.database_pool_size < 1:
             raise InvalidConfig("bad FRONTDESK_* setting: FRONTDESK_DATABASE_POOL_SIZE must be at least 1")
         for name in ("crawl_lease_seconds", "scheduler_tick_seconds"):
             if not getattr(settings, name) > 0:
                 raise InvalidConfig(f"bad FRONTDESK_* setting: FRONTDESK_{name.upper()} must be more than 0")
         return settings
+
+    @property
+    def retrieval_threads(self) -> int:
+        """`answer_threads`, with 0 resolved for the storage backend."""
+        return self.answer_threads or (4 if self.database_url else 1)
 
     @property
     def base_url(self) -> str:

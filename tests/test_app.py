@@ -150,6 +150,58 @@ def test_term_coverage_check_names_the_unknown_words_and_can_be_turned_off(serve
         tenant.set_config(config)
 
 
+@pytest.mark.parametrize("answer_threads, most", [(1, 1), (3, 3)])
+def test_a_worker_retrieves_at_most_answer_threads_questions_at_once(served, answer_threads, most):
+    """Concurrent streams queue for retrieval (README, "Workers"): never more at once than the
+    setting allows, and every one is answered."""
+    import asyncio
+    import threading
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.context import Context
+    from app.events import ChatRequest, DoneEvent
+    from app.metrics import Metrics
+    from app.providers import Extractive
+    from app.settings import Settings
+
+    _, ctx, tenant, _ = served
+    ctx = Context(Settings(data_dir=ctx.settings.data_dir, answer_threads=answer_threads))
+    tenant = ctx.tenant(tenant.id)
+    answerer = Answerer(ctx, Extractive(), AnswerCache(0), Metrics())
+    lock, inside, peak = threading.Lock(), [0], [0]
+    retrieve = answerer.retrieve
+
+    def counted(*args, **kwargs):
+        with lock:
+            inside[0] += 1
+            peak[0] = max(peak[0], inside[0])
+        try:
+            time.sleep(0.02)  # long enough for the other streams to arrive meanwhile
+            return retrieve(*args, **kwargs)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    answerer.retrieve = counted
+
+    async def one(question: str) -> DoneEvent:
+        events = [e async for e in answerer.stream(tenant, ChatRequest(key=tenant.widget_key, question=question),
+                                                    persist=False, use_cache=False)]
+        return events[-1]
+
+    async def many() -> list:
+        return await asyncio.gather(*(one(f"how do I upload a package to PyPI ({n})") for n in range(8)))
+
+    try:
+        done = asyncio.run(many())
+        assert peak[0] == most
+        assert all(isinstance(event, DoneEvent) for event in done)
+        assert Settings().retrieval_threads == 1 and Settings(database_url="postgresql://x").retrieval_threads == 4
+    finally:
+        ctx.close()
+
+
 def test_curated_answer_short_circuits(served):
     base, ctx, tenant, _ = served
     question = "Who maintains the packaging guide?"
