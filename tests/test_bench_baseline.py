@@ -14,6 +14,8 @@ def test_the_baseline_run_gets_the_options_but_not_the_suites_or_the_revision():
         ["--quick", "--backend", "postgres"]
     assert _passed_on(["llm", "--sets", "pypug", "demo", "--baseline=abc", "--limit", "3"]) == \
         ["--sets", "pypug", "demo", "--limit", "3"]
+    assert _passed_on(["answer", "--workers", "2", "--baseline", "HEAD~1"]) == ["--workers", "2"]
+    assert _passed_on(["answer", "--nodes", "3", "--quick", "--baseline", "HEAD~1"]) == ["--nodes", "3", "--quick"]
 
 
 def test_figures_are_lined_up_by_path_and_list_items_by_their_name():

@@ -12,12 +12,12 @@ from ingest.clean import (
     CARD_TOKEN,
     EMAIL_TOKEN,
     PHONE_TOKEN,
-    SECRET_TOKEN,
     clean_document,
     clean_text,
     luhn_valid,
 )
 from ingest.document import Document, Fact, Section
+from ingest.secrets import SECRET_TOKEN
 from store.config import CleanSettings
 
 DEFAULT = CleanSettings()
@@ -188,7 +188,7 @@ _PREFIXES = ["AKIA", "ASIA", "sk-", "sk_", "rk_", "ghp_", "github_pat_", "glpat-
 def test_known_tokens_are_found_where_the_full_scan_finds_them(pieces):
     """`_known_tokens` tries the vendor pattern only where a prefix occurs: the same matches as
     scanning every position (`finditer`), on texts made of prefixes and token characters."""
-    from ingest.clean import _KNOWN_TOKENS, _known_tokens
+    from ingest.secrets import _KNOWN_TOKENS, _known_tokens
 
     text = "".join(pieces)
     assert [m.span() for m in _known_tokens(text)] == [m.span() for m in _KNOWN_TOKENS.finditer(text)]
@@ -200,7 +200,7 @@ def test_known_tokens_are_found_where_the_full_scan_finds_them(pieces):
 def test_known_token_starts_are_every_prefix_occurrence(pieces):
     """The few scans of `_known_token_starts` find every occurrence of every prefix, overlapping
     ones too ("xoxox", "AKIAKIA", "------BEGIN")."""
-    from ingest.clean import _KNOWN_TOKEN_PREFIXES, _known_token_starts
+    from ingest.secrets import _KNOWN_TOKEN_PREFIXES, _known_token_starts
 
     text = "".join(pieces)
     every = sorted({i for prefix in _KNOWN_TOKEN_PREFIXES for i in range(len(text)) if text.startswith(prefix, i)})
@@ -237,7 +237,7 @@ def test_url_attributes_agree_with_the_name_pattern_on_real_pages():
 
 
 def test_known_tokens_agree_with_the_full_scan_on_real_pages():
-    from ingest.clean import _KNOWN_TOKENS, _known_tokens
+    from ingest.secrets import _KNOWN_TOKENS, _known_tokens
     from tests.conftest import FASTAPI, PYPUG
 
     pages = [*sorted(FASTAPI.rglob("*.html"))[:40], *sorted(PYPUG.rglob("*.html"))[:40]]
@@ -288,7 +288,7 @@ def test_the_word_test_takes_no_exponential_path():
     takes ~1 ms; the exponential path took hours."""
     import time
 
-    from ingest.clean import _reads_as_words
+    from ingest.secrets import _reads_as_words
 
     for token in ["abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/", "A" * 5000 + "0" * 20,
                   "ABCDEabc" * 2000 + "12345", "a" + "1" * 20000 + "b"]:
@@ -303,7 +303,7 @@ def test_random_keys_never_read_as_words():
     import random
     import string
 
-    from ingest.clean import _reads_as_words
+    from ingest.secrets import _reads_as_words
 
     rng = random.Random(11)
     for alphabet in (string.ascii_letters + string.digits + "+/", string.ascii_letters + string.digits + "-_"):

@@ -76,6 +76,10 @@ def main() -> None:
             continue
         render = args.render and name == "crawl"
         result_name = f"{name}-render" if render else name
+        if name == "answer" and args.workers is not None:  # saved under the name the run gives itself
+            result_name = f"answer-workers-{args.workers}"
+        elif name == "answer" and args.nodes is not None:
+            result_name = f"answer-nodes-{args.nodes}"
         baseline = None
         if args.baseline:
             print(f"\n# {name} at {args.baseline} (baseline)")
@@ -127,7 +131,7 @@ def _passed_on(argv: list[str]) -> list[str]:
     return out
 
 
-_VALUED = {"--endpoint", "--model", "--limit", "--max-tokens", "--backend", "--sets", "--workers"}
+_VALUED = {"--endpoint", "--model", "--limit", "--max-tokens", "--backend", "--sets", "--workers", "--nodes"}
 
 
 if __name__ == "__main__":
