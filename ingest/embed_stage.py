@@ -76,7 +76,7 @@ class EmbedStage:
                 chunks: list[PendingChunk] = self.tenant.store.pending.pending_chunks(conn, self.batch)
             if not chunks:
                 return 0
-            vectors = self.embedder.embed([chunk_embedding_text(c) for c in chunks])
+            vectors = self._vectors(chunks)
             rows = [(c.id, c.hash, vector_bytes(v)) for c, v in zip(chunks, vectors, strict=True)]
             with self.tenant.write() as conn:
                 stored: int = self.tenant.store.pending.store_vectors(conn, rows)
@@ -84,6 +84,17 @@ class EmbedStage:
                     self.tenant.bump_generation(conn)
             self.embedded += stored
             return len(chunks)
+
+    def _vectors(self, chunks: list[PendingChunk]) -> list[np.ndarray]:
+        """The chunks' vectors: those a visitor's question already measured in this process
+        (`pending_embedder`: the same text and model) taken from there instead of embedded twice,
+        the rest embedded now. Each question asked during a crawl measures up to 8 passages."""
+        fingerprint = self.embedder.fingerprint
+        with _measured_lock:
+            measured = [_measured.pop((fingerprint, c.hash), None) for c in chunks]
+        missing = [c for c, vector in zip(chunks, measured, strict=True) if vector is None]
+        fresh = iter(self.embedder.embed([chunk_embedding_text(c) for c in missing]) if missing else [])
+        return [vector if vector is not None else next(fresh) for vector in measured]
 
     def pending(self) -> int:
         with self.tenant.reading() as conn:

@@ -12,6 +12,7 @@ import sys
 import time
 
 import apsw
+import numpy as np
 import pytest
 
 from ingest.document import Document, Section
@@ -127,6 +128,38 @@ def test_a_page_is_searchable_and_answered_before_its_vectors_and_dense_search_f
     assert stage.step() == 0
 
 
+def test_passages_a_question_measured_are_not_embedded_again_by_the_stage(ctx):
+    from ingest import embed_stage
+    from ingest.embed_stage import chunk_embedding_text
+
+    tenant, embedder = index_pending(ctx, "measured")
+    conn = tenant.reader()
+    chunks = tenant.store.pending.pending_chunks(conn, 1000)
+    asked = chunks[:5]
+    measured = pending_embedder(embedder)(asked)  # what a visitor's question during the crawl embeds
+    embedded: list[str] = []
+    real_embed = embedder.embed
+
+    def recording(texts):
+        embedded.extend(texts)
+        return real_embed(texts)
+
+    embedder.embed = recording
+    try:
+        stage = EmbedStage(tenant, embedder, batch=16)
+        assert stage.drain() == len(chunks)
+    finally:
+        del embedder.embed
+    assert sorted(embedded) == sorted(chunk_embedding_text(c) for c in chunks[5:])
+    assert counts(conn) == (len(chunks), len(chunks), 0, 0)
+    assert_sound(conn)
+    for chunk, vector in zip(asked, measured, strict=True):
+        stored = np.frombuffer(conn.execute("SELECT embedding FROM chunk_vec WHERE rowid = ?",
+                                            (chunk.id,)).fetchone()[0], dtype=np.float32)
+        assert np.allclose(stored, vector, atol=1e-6)
+        assert (embedder.fingerprint, chunk.hash) not in embed_stage._measured  # handed over, not kept twice
+
+
 def test_dedupe_embeds_each_distinct_text_once(ctx):
     tenant, _ = ctx.create_tenant("dedupe", "https://dedupe.test/")
     embedder = ctx.tenant_embedder(tenant)
@@ -145,6 +178,8 @@ def test_dedupe_embeds_each_distinct_text_once(ctx):
     embedded: list[str] = []
 
     class Counting:  # the real model, counting what it is asked to embed
+        fingerprint = embedder.fingerprint
+
         def embed(self, texts):
             embedded.extend(texts)
             return embedder.embed(texts)
