@@ -29,7 +29,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     answer_threads: int = 0
     """Questions one server worker retrieves and ranks at once; the others wait their turn. 0 (the
     default) = 1 on the SQLite files, where retrieval is CPU in one interpreter and more threads only
-    take the lock from each other (README, "Workers"), and 4 on PostgreSQL, where it waits on the database."""
+    take the lock from each other (README, "Workers"); on PostgreSQL, where it also waits on the
+    database, the connection pool's size (`database_pool_size`: each holds a connection)."""
     admin_token: str = ""
     """Server admin bearer token for /admin and /a2a; empty disables the server-wide token."""
     model: str = "minilm-l6-v2-int8"
@@ -124,7 +125,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def retrieval_threads(self) -> int:
         """`answer_threads`, with 0 resolved for the storage backend."""
-        return self.answer_threads or (4 if self.database_url else 1)
+        return self.answer_threads or (self.database_pool_size if self.database_url else 1)
 
     @property
     def base_url(self) -> str:

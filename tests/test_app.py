@@ -197,7 +197,7 @@ def test_a_worker_retrieves_at_most_answer_threads_questions_at_once(served, ans
         done = asyncio.run(many())
         assert peak[0] == most
         assert all(isinstance(event, DoneEvent) for event in done)
-        assert Settings().retrieval_threads == 1 and Settings(database_url="postgresql://x").retrieval_threads == 4
+        assert Settings().retrieval_threads == 1 and Settings(database_url="postgresql://x").retrieval_threads == 8
     finally:
         ctx.close()
 
