@@ -88,7 +88,8 @@ class EmbedStage:
     def _vectors(self, chunks: list[PendingChunk]) -> list[np.ndarray]:
         """The chunks' vectors: those a visitor's question already measured in this process
         (`pending_embedder`: the same text and model) taken from there instead of embedded twice,
-        the rest embedded now. Each question asked during a crawl measures up to 8 passages."""
+        the rest embedded now. A question asked during a crawl measures up to
+        `store.search.PENDING_CANDIDATES` passages."""
         fingerprint = self.embedder.fingerprint
         with _measured_lock:
             measured = [_measured.pop((fingerprint, c.hash), None) for c in chunks]
