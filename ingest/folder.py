@@ -84,6 +84,7 @@ def index_folder(
             deleted += stats.chunks_deleted
         if on_progress:
             on_progress(number, len(files), url)
+    indexer.compact()
     return FolderSummary(
         files=len(files),
         indexed=indexed,

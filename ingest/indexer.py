@@ -175,6 +175,13 @@ class PageIndexer:
         self.clean = msgspec.structs.replace(self.clean, allow=[*self.clean.allow, *new])
         self.contacts_learned += len(new)
 
+    def compact(self) -> bool:
+        """Merge the segments the page-by-page writes added to the full-text index (one per write;
+        store.search.compact_text_index): call when a run of writes is over. Returns whether it
+        merged them."""
+        with self.tenant.write() as conn:
+            return bool(self.tenant.store.search.compact_text_index(conn))
+
     def scrub_raw_cache(self, batch: int = 100) -> int:
         """Scrub the raw-HTML cache rows an older frontdesk stored as fetched; returns how many.
         A crawl job does this first, so an upgraded file is cleaned by its next crawl (or by

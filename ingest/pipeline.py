@@ -242,6 +242,16 @@ def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
         job.tenant.store.pages.record_junk(conn, run_id, records, indexed, replace=complete)
 
 
+def _compact_text_index(job: _Job) -> None:
+    """Merge the full-text index's segments once the crawl's writes are over. A failure (a full
+    disk) leaves the index as it was: complete, a little slower to read."""
+    try:
+        job.indexer.compact()
+    except FrontdeskError as exc:
+        log.warning("the text index of tenant %s stays unmerged: %s", job.tenant.id, exc.message,
+                    extra={"trace_id": job.progress.job})
+
+
 def _store_sitemap(tenant: Tenant, sitemap: dict[str, str | None]) -> None:
     with tenant.write() as conn:
         tenant.store.crawls.replace_sitemap(conn, sitemap)
@@ -422,6 +432,8 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
             job.progress.phase = "embedding"
             job.emit(force=True)
         await stage
+        if not job.cancel.is_set():
+            await anyio.to_thread.run_sync(_compact_text_index, job)
         job.summary.status = "cancelled" if job.cancel.is_set() else "done"
     except FrontdeskError as exc:  # a known failure (a full disk): its message says it all, no traceback
         log.error("crawl of tenant %s failed: %s", tenant.id, exc.message, extra=trace)

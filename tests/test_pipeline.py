@@ -18,6 +18,7 @@ import pytest
 from ingest.pipeline import CrawlOptions, crawl
 from store.connect import open_connection
 from store.pages import junk_summary, stats
+from store.search import text_index_segments
 from tests.bikeclub import REAL_PAGES, calendar_hits, serve_bikeclub
 from tests.busy import GilHog
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN, PYPUG, PYPUG_ORIGIN, ROOT
@@ -81,6 +82,14 @@ def test_full_crawl_indexes_every_sitemap_page_not_excluded(crawled, pypug_copy)
     assert not [h for h in server.requests if h.path.startswith("/_sources")]
     coverage = stats(tenant.reader())
     assert coverage.sitemap_covered >= coverage.sitemap_urls - 1
+
+
+def test_a_crawl_leaves_its_text_index_merged(crawled):
+    # Written page by page, a crawl's FTS5 index ends in up to 15 segments a level (FTS5 merges
+    # them itself only at 16); the job merges them into one once they are more than a few.
+    _, tenant, _, _, _ = crawled
+    with tenant.reading() as conn:
+        assert text_index_segments(conn) == 1
 
 
 def test_a_crawl_ends_when_every_new_chunk_has_its_vector(crawled):

@@ -11,15 +11,19 @@ from ingest.document import Document, Fact, Section
 from ingest.indexer import PageIndexer
 from store.errors import InvalidQuery
 from store.search import (
+    TEXT_INDEX_SEGMENTS,
     Filters,
     bm25_candidates,
+    compact_text_index,
     coverage_threshold,
+    document_counts,
     fts_query,
     fts_terms,
     fuse,
     is_repeated,
     search,
     term_coverage,
+    text_index_segments,
 )
 from tests.conftest import PYPUG_ORIGIN
 
@@ -171,6 +175,37 @@ def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_chan
         assert query == '"ginger" OR "cake"' and len(rows) == 10
         # A query of common terms only is run as it is.
         assert bm25_candidates(conn, "cake", 5, None)[0] == '"cake"'
+
+
+def test_compacting_the_text_index_merges_its_segments_and_changes_no_result(ctx):
+    """Each page written in its own transaction adds a segment to the FTS5 index; compacting
+    merges them into one, and every lexical candidate, score and count stays the same."""
+    tenant, _ = ctx.create_tenant("deli", "https://deli.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    foods = ["pastrami", "rye", "pickles", "mustard", "bagel", "lox", "knish", "borscht"]
+    for n in range(12):  # FTS5 merges a level's segments itself once 16 pile up
+        indexer.index(Document(
+            url=f"https://deli.test/p{n}", canonical_url=f"https://deli.test/p{n}", title=f"Menu {n}",
+            lang="en", sections=[Section(heading_path=(f"Menu {n}",), text=(
+                f"Our {foods[n % 8]} plate {n} comes with {foods[(n * 3) % 8]} on the side. "
+                + ("Open late on Fridays." if n % 2 else "Closed on Mondays."))[:400])]))
+    queries = ["pastrami on rye", "mustard pickles", "open late friday", "bagel with lox", "closed mondays"]
+
+    def read() -> tuple[list, dict]:
+        with tenant.reading() as conn:
+            return ([bm25_candidates(conn, q, 8, None) for q in queries],
+                    document_counts(conn, foods + ["friday", "monday"]))
+
+    before = read()
+    with tenant.reading() as conn:
+        assert text_index_segments(conn) > TEXT_INDEX_SEGMENTS
+    with tenant.write() as conn:
+        assert compact_text_index(conn)
+    with tenant.reading() as conn:
+        assert text_index_segments(conn) == 1
+    assert read() == before
+    with tenant.write() as conn:
+        assert not compact_text_index(conn)  # nothing to merge
 
 
 def test_tenants_never_see_each_others_chunks(small_tenants):

@@ -408,6 +408,12 @@ SELECT count(*) FROM (
     LIMIT %(enough)s) AS found"""
 
 
+def compact_text_index(conn: PgConnection, most_segments: int = 0) -> bool:
+    """As store.search.compact_text_index, with nothing to do: the GIN index over `chunks.tsv` is
+    one structure, and what it defers is autovacuum's to merge. Returns False."""
+    return False
+
+
 def is_repeated(conn: PgConnection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """As store.search.is_repeated: whether `block` (its first `max_words` words, as a phrase)
     occurs in at least `min_chunks` chunks, stemmed as each chunk is; stops counting there."""

@@ -67,6 +67,8 @@ def _top_up(tenant, embedder, target: int) -> int:
                 page += 1
                 have += 10
             tenant.bump_generation(conn)
+    with tenant.write() as conn:  # as a crawl leaves its tenant
+        tenant.store.search.compact_text_index(conn)
     return have
 
 

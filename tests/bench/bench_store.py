@@ -66,9 +66,11 @@ def bench_embedding(quick: bool) -> list[dict]:
     return rows
 
 
-def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocabulary: list[str]) -> tuple[Path, float]:
+def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocabulary: list[str],
+                      chunks_per_write: int = 1000) -> tuple[Path, float]:
     """A tenant of n synthetic chunks: text from a Zipf-distributed vocabulary of real words, and
-    vectors that are noisy mixtures of real passage embeddings (so kNN has realistic structure)."""
+    vectors that are noisy mixtures of real passage embeddings (so kNN has realistic structure).
+    Written `chunks_per_write` at a time (a crawl writes a page, ~10 chunks, per transaction)."""
     registry = TenantRegistry(root)
     tenant, _ = registry.create(SiteConfig(site="https://bench.test/"), "bench", embedder_id="minilm-l6-v2-int8", dim=384)
     rng = np.random.default_rng(7)
@@ -76,9 +78,9 @@ def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocab
     weights /= weights.sum()
     per_page = 10
     started = time.perf_counter()
-    for page_start in range(0, n_chunks, 1000):
+    for page_start in range(0, n_chunks, chunks_per_write):
         with tenant.write() as conn:
-            for page in range(page_start // per_page, min(n_chunks, page_start + 1000) // per_page):
+            for page in range(page_start // per_page, min(n_chunks, page_start + chunks_per_write) // per_page):
                 rows = []
                 for position in range(per_page):
                     words = rng.choice(vocabulary, size=150, p=weights)
@@ -131,6 +133,62 @@ def bench_search(quick: bool) -> list[dict]:
                              "file_mb": round(path.stat().st_size / 1e6, 1),
                              "mb_per_10k": round(path.stat().st_size / 1e6 / (n / 10_000), 1),
                              "build_s": round(build_s, 1)})
+            registry.close_all()
+    return rows
+
+
+def bench_compaction(quick: bool) -> list[dict]:
+    """The lexical side (BM25 candidates, the answerer's term counts) on a tenant written a page
+    per transaction, as a crawl writes it, and on a copy whose text index is compacted as a crawl
+    now leaves it (store.search.compact_text_index); the two timed in turns, query by query."""
+    import shutil
+
+    from store.search import (
+        bm25_candidates,
+        compact_text_index,
+        document_counts,
+        fts_terms,
+        text_index_segments,
+    )
+
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    texts = real_texts(300)
+    base = embedder.embed(texts)
+    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path, _ = _synthetic_tenant(Path(tmp) / "written", 10_000, base, vocabulary, chunks_per_write=10)
+        compacted = Path(tmp) / "compacted" / "tenants" / path.name
+        compacted.parent.mkdir(parents=True)
+        for suffix in ("", "-wal"):
+            if path.with_name(path.name + suffix).exists():
+                shutil.copy(path.with_name(path.name + suffix), compacted.with_name(compacted.name + suffix))
+        registries = {"as written": TenantRegistry(Path(tmp) / "written"),
+                      "compacted": TenantRegistry(Path(tmp) / "compacted")}
+        started = time.perf_counter()
+        with registries["compacted"].get("bench").write() as conn:
+            compact_text_index(conn)
+        compact_s = time.perf_counter() - started
+        conns = {name: registry.get("bench").reader() for name, registry in registries.items()}
+        samples: dict[str, dict[str, list[float]]] = {name: {"bm25": [], "counts": []} for name in conns}
+        for repeat in range(3 if quick else 10):
+            order = list(conns) if repeat % 2 == 0 else list(reversed(conns))
+            for q in QUERIES:
+                for name in order:
+                    conn = conns[name]
+                    started = time.perf_counter()
+                    bm25_candidates(conn, q, 50, None)
+                    samples[name]["bm25"].append((time.perf_counter() - started) * 1000)
+                    started = time.perf_counter()
+                    document_counts(conn, fts_terms(q))
+                    samples[name]["counts"].append((time.perf_counter() - started) * 1000)
+        for name, conn in conns.items():
+            bm25, counts = percentiles(samples[name]["bm25"]), percentiles(samples[name]["counts"])
+            rows.append({"chunks": 10_000, "index": name, "segments": text_index_segments(conn),
+                         "bm25_p50_ms": bm25["p50"], "bm25_p95_ms": bm25["p95"],
+                         "term_counts_p50_ms": counts["p50"], "term_counts_p95_ms": counts["p95"],
+                         "compact_s": round(compact_s, 2) if name == "compacted" else None})
+        for registry in registries.values():
             registry.close_all()
     return rows
 
@@ -378,7 +436,13 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
     searching = bench_search(quick)
     print_table("Search latency, end to end (query embedding + vec0 + FTS5 + fusion), k=10",
                 searching, ["chunks", "mode", "p50_ms", "p95_ms", "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
+    compaction = bench_compaction(quick)
+    print_table("The lexical side on a tenant written a page per transaction, its text index as written and "
+                "compacted (as a crawl leaves it); BM25 candidates (50) and the answerer's term counts",
+                compaction, ["chunks", "index", "segments", "bm25_p50_ms", "bm25_p95_ms", "term_counts_p50_ms",
+                             "term_counts_p95_ms", "compact_s"])
     memory = bench_memory(quick)
     print_table("RSS with the model loaded (fresh process)", memory,
                 ["model", "rss_mb_python", "rss_mb_after_model_and_batch"])
-    return {"embedding": embedding, "search": searching, "memory": memory, "rss_this_process_mb": rss_mb()}
+    return {"embedding": embedding, "search": searching, "compaction": compaction, "memory": memory,
+            "rss_this_process_mb": rss_mb()}
