@@ -30,7 +30,7 @@ from urllib.parse import urljoin
 import anyio
 import msgspec
 
-from ingest.crawl.fetch import Fetcher, is_transient
+from ingest.crawl.fetch import Fetcher, FetchResult, is_transient
 from ingest.crawl.frontier import Frontier
 from ingest.crawl.junk import JunkDetector
 from ingest.crawl.robots import fetch_robots
@@ -53,6 +53,11 @@ log = logging.getLogger(__name__)
 #: Fetch/extract workers; writes are serialised behind them (one writer per tenant), embedding runs
 #: beside them (ingest/embed_stage.py).
 WORKERS = 4
+
+#: How long after a page was written the page path still counts as busy (`_Job.page_path_busy`):
+#: with politeness off the next page is already on its way, at the default 2 requests a second
+#: there is a gap of ~0.4 s for the embedding stage.
+PAGE_GAP_S = 0.2
 
 
 class CrawlProgress(msgspec.Struct, kw_only=True):
@@ -173,6 +178,13 @@ class _Job:
         self.stopped_by: StoreError | None = None  # the tenant file could not be written: the job ends
         self.stage: EmbedStage | None = None
         self._last_emit = 0.0
+        self.pages_in_hand = 0  # fetched pages being extracted and written right now
+        self.page_done_at = 0.0
+
+    def page_path_busy(self) -> bool:
+        """Whether fetched pages are being extracted and written, or one was a moment ago (the
+        next is likely on its way): the embedding stage waits for a gap (embed_stage.py)."""
+        return self.pages_in_hand > 0 or time.monotonic() - self.page_done_at < PAGE_GAP_S
 
     def emit(self, url: str = "", force: bool = False) -> None:
         s, p = self.summary, self.progress
@@ -283,6 +295,18 @@ async def _process(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, de
     job.reached.add(url)
     if frontier.rounds[url]:
         job.summary.recovered_later += 1
+    job.pages_in_hand += 1
+    try:
+        await _take_page(job, fetcher, frontier, url, depth, options, result, state, lastmod)
+    finally:
+        job.pages_in_hand -= 1
+        job.page_done_at = time.monotonic()
+
+
+async def _take_page(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, depth: int,
+                     options: CrawlOptions, result: FetchResult, state: PageState | None,
+                     lastmod: str | None) -> None:
+    """What a fetched response does to the index: a page written, marked unchanged or removed."""
     if result.status == 304:
         job.summary.not_modified += 1
         await anyio.to_thread.run_sync(lambda: _mark(job, url, result.headers, lastmod))
@@ -418,7 +442,8 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
     job.progress.chunks_pending = await anyio.to_thread.run_sync(job.stage.pending)
     fetching_done, stage_stop = asyncio.Event(), asyncio.Event()
     stage = asyncio.create_task(job.stage.run(
-        fetching_done, lambda: job.cancel.is_set() or stage_stop.is_set(), on_batch=job.embedded_batch))
+        fetching_done, lambda: job.cancel.is_set() or stage_stop.is_set(), on_batch=job.embedded_batch,
+        busy=job.page_path_busy))
     try:
         try:
             if options.reparse:

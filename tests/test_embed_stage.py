@@ -128,6 +128,34 @@ def test_a_page_is_searchable_and_answered_before_its_vectors_and_dense_search_f
     assert stage.step() == 0
 
 
+def test_while_pages_are_fetched_the_stage_embeds_only_in_the_gaps_the_page_path_leaves(ctx):
+    """The page path comes first: while it is busy the stage waits, in a gap it embeds, and once
+    fetching is done it embeds what is left whatever the page path says."""
+    tenant, embedder = index_pending(ctx, "gaps")
+    stage = EmbedStage(tenant, embedder, batch=8)
+    page_path = {"busy": True}
+
+    async def crawl_like() -> tuple[int, int]:
+        fetching_done = asyncio.Event()
+        task = asyncio.create_task(stage.run(fetching_done, lambda: False, busy=lambda: page_path["busy"]))
+        await asyncio.sleep(1.0)
+        while_busy = stage.embedded
+        page_path["busy"] = False
+        deadline = time.monotonic() + 60
+        while stage.embedded == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        page_path["busy"] = True
+        in_the_gap = stage.embedded
+        fetching_done.set()
+        await asyncio.wait_for(task, 300)
+        return while_busy, in_the_gap
+
+    while_busy, in_the_gap = asyncio.run(crawl_like())
+    assert while_busy == 0 and in_the_gap > 0
+    with tenant.reading() as conn:
+        assert pending_count(conn) == 0 and stage.embedded == counts(conn)[1]
+
+
 def test_passages_a_question_measured_are_not_embedded_again_by_the_stage(ctx):
     from ingest import embed_stage
     from ingest.embed_stage import chunk_embedding_text
