@@ -255,8 +255,8 @@ def _store_junk(job: _Job, run_id: int, complete: bool) -> None:
 
 
 def _compact_text_index(job: _Job) -> None:
-    """Merge the full-text index's segments once the crawl's writes are over. A failure (a full
-    disk) leaves the index as it was: complete, a little slower to read."""
+    """Merge the full-text index's segments once fetching has written every page's text. A
+    failure (a full disk) leaves the index as it was: complete, a little slower to read."""
     try:
         job.indexer.compact()
     except FrontdeskError as exc:
@@ -456,9 +456,9 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         if not job.cancel.is_set():
             job.progress.phase = "embedding"
             job.emit(force=True)
-        await stage
-        if not job.cancel.is_set():
+            # The text is all written: lookups get cheaper now, while the vectors are still coming.
             await anyio.to_thread.run_sync(_compact_text_index, job)
+        await stage
         job.summary.status = "cancelled" if job.cancel.is_set() else "done"
     except FrontdeskError as exc:  # a known failure (a full disk): its message says it all, no traceback
         log.error("crawl of tenant %s failed: %s", tenant.id, exc.message, extra=trace)
