@@ -96,7 +96,7 @@ def index_folder(ctx: Context, args: argparse.Namespace) -> None:
 
 def show_crawl(progress: Progress, event) -> None:
     """Pages taken from the queue so far, of those plus the ones still queued."""
-    from ingest.pipeline import summary_line
+    from ingest.crawl_report import summary_line
 
     progress.update(event.found, event.found + event.queued, summary_line(event))
 
@@ -105,7 +105,8 @@ def show_crawl(progress: Progress, event) -> None:
 def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     import asyncio
 
-    from ingest.pipeline import CrawlOptions, crawl, page_limit_notice
+    from ingest.crawl_report import page_limit_notice
+    from ingest.pipeline import CrawlOptions, crawl
 
     tenant = ctx.tenant(args.id)
     embedder = ctx.tenant_embedder(tenant)

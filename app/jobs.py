@@ -28,7 +28,8 @@ import anyio
 import msgspec
 
 from app.leader import FileLock
-from ingest.pipeline import CrawlOptions, CrawlProgress
+from ingest.crawl_report import CrawlProgress
+from ingest.pipeline import CrawlOptions
 from ingest.scheduler import JobInfo, Scheduler
 from store.errors import FrontdeskError, JobRunning
 from store.tenants import Tenant

@@ -1,9 +1,10 @@
 """One crawl job: discover → fetch (conditional) → extract → index, with the delta rules that keep
-recrawls cheap, progress events, and a summary.
+recrawls cheap, progress events, and a summary (their shapes: ingest/crawl_report.py).
 
 Two stages run side by side (issue 15): fetching writes each page with its chunks at once, so it
 is searchable by its text as soon as it is fetched, and the embedding stage (ingest/embed_stage.py)
-gives the new chunks their vectors in the background. The job ends when both are done; a
+gives the new chunks their vectors in the gaps the page path leaves. Once every page's text is
+written the full-text index is merged; the job ends when both stages are done; a
 cancelled job says how many chunks still wait for vectors (`chunks_pending`), and the next crawl,
 or `frontdesk serve` opening the tenant, embeds them.
 
@@ -36,6 +37,7 @@ from ingest.crawl.junk import JunkDetector
 from ingest.crawl.robots import fetch_robots
 from ingest.crawl.sitemaps import load_sitemaps
 from ingest.crawl.urls import normalize_url
+from ingest.crawl_report import CrawlProgress, CrawlSummary
 from ingest.embed import Embedder
 from ingest.embed_stage import EmbedStage
 from ingest.extract import extract
@@ -58,85 +60,6 @@ WORKERS = 4
 #: with politeness off the next page is already on its way, at the default 2 requests a second
 #: there is a gap of ~0.4 s for the embedding stage.
 PAGE_GAP_S = 0.2
-
-
-class CrawlProgress(msgspec.Struct, kw_only=True):
-    """A snapshot of a running job, sent to progress subscribers (CLI line, admin SSE)."""
-
-    job: str
-    phase: str = "starting"
-    """starting | discovering | crawling | removing | embedding (every page fetched, vectors still
-    going in) | done | cancelled | failed"""
-    found: int = 0
-    fetched: int = 0
-    not_modified: int = 0
-    unchanged: int = 0
-    failed: int = 0
-    removed: int = 0
-    chunks_added: int = 0
-    """New chunks written (searchable by their text from then on)."""
-    chunks_embedded: int = 0
-    """Vectors the embedding stage wrote."""
-    chunks_pending: int = 0
-    """Chunks of the tenant still waiting for their vectors."""
-    queued: int = 0
-    eta_s: float | None = None
-    url: str = ""
-    elapsed_s: float = 0.0
-
-
-class CrawlSummary(msgspec.Struct, kw_only=True):
-    """The `frontdesk crawl --json` document (README.md, "CLI") plus diagnostics."""
-
-    pages_found: int = 0
-    fetched: int = 0
-    not_modified: int = 0
-    skipped_unchanged: int = 0
-    failed: int = 0
-    removed: int = 0
-    chunks_added: int = 0
-    """New chunks written, each searchable by its text as soon as its page was."""
-    chunks_embedded: int = 0
-    """Vectors written by this job (new chunks, and any a killed or cancelled job left pending)."""
-    chunks_pending: int = 0
-    """Chunks still without a vector when the job ended (a cancelled job); embedded next time."""
-    searchable_s: float | None = None
-    """Seconds until the last page was written (searchable by its text); `seconds` is until every
-    vector was in too."""
-    chunks_deleted: int = 0
-    seconds: float = 0.0
-    requests: int = 0
-    status: str = "done"
-    skipped: dict[str, int] = msgspec.field(default_factory=dict)
-    """URLs not crawled, by reason (robots, noindex, off_site, max_pages…)."""
-    errors: dict[str, int] = msgspec.field(default_factory=dict)
-    """Pages that failed, by reason (timeout, too_large, not_html, http_500…)."""
-    skipped_junk: int = 0
-    """URLs kept out of the index as generated junk (fetched and judged, or refused unfetched)."""
-    junk: dict[str, int] = msgspec.field(default_factory=dict)
-    """Those URLs by reason (junk_calendar, junk_query, junk_template)."""
-    retried_later: int = 0
-    """Later attempts at pages that had failed transiently (timeouts, connection errors, 5xx)."""
-    recovered_later: int = 0
-    """Pages that failed transiently and then loaded on a later attempt."""
-    loop_stalled_s: float = 0.0
-    """Seconds the crawler's event loop could not run (a busy machine); request deadlines leave
-    them out."""
-    render: dict[str, int] = msgspec.field(default_factory=dict)
-    """JavaScript pages (crawl.render): pages by decision, browser starts and recycles, requests
-    refused, the browser's peak memory in MB (ingest/render/)."""
-    page_limit: int = 0
-    """The page limit (crawl.max_pages, or the job's own) when this crawl reached it: the site has
-    more pages than it crawled (`skipped["max_pages"]` URLs found and left); 0 when not reached."""
-
-
-def page_limit_notice(limit: int, not_crawled: int) -> str:
-    """What the owner is told when a crawl stopped at its page limit, and how to raise it."""
-    urls = (f"{not_crawled} more URLs of the site were found and not crawled, so they are" if not_crawled != 1
-            else "1 more URL of the site was found and not crawled, so it is")
-    return (f"The crawl stopped at its page limit (crawl.max_pages = {limit}): {urls} not in the index. "
-            "Raise crawl.max_pages (the console's Config page, or PATCH "
-            '/admin/tenants/{id}/config with {"crawl": {"max_pages": N}}) and crawl again.')
 
 
 class CrawlOptions(msgspec.Struct, kw_only=True):
@@ -588,12 +511,3 @@ async def _reparse(job: _Job) -> None:
                         sitemap_lastmod=state.sitemap_lastmod)
         job.progress.queued -= 1
         job.emit(state.url)
-
-
-def summary_line(progress: CrawlProgress) -> str:
-    eta = f" ETA {int(progress.eta_s)}s" if progress.eta_s else ""
-    return (f"{progress.phase}: found {progress.found}, fetched {progress.fetched}, 304 {progress.not_modified}, "
-            f"unchanged {progress.unchanged}, failed {progress.failed}, removed {progress.removed}, "
-            f"chunks searchable +{progress.chunks_added}, embedded {progress.chunks_embedded}, "
-            f"pending {progress.chunks_pending}, queued {progress.queued}{eta}")
-

@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Callable
 import anyio
 import msgspec
 
+from ingest.crawl_report import CrawlProgress, CrawlSummary
 from ingest.embed import Embedder
-from ingest.pipeline import CrawlOptions, CrawlProgress, CrawlSummary, crawl
+from ingest.pipeline import CrawlOptions, crawl
 from store.errors import FrontdeskError, JobRunning
 from store.tenants import Registry, Tenant
 

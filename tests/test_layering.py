@@ -37,6 +37,7 @@ APP_MAY_IMPORT_FROM_INGEST = {
     "ingest.clean": "BEIR evaluation cleans corpus documents as a crawl would",
     "ingest.crawl.netguard": "outgoing webhooks use the crawler's SSRF guard",
     "ingest.crawl.urls": "the console says why a page was never reached with the crawler's own UrlPolicy",
+    "ingest.crawl_report": "the CLI prints a crawl's progress and page-limit notice; jobs keep its progress",
     "ingest.document": "BEIR evaluation builds Documents from corpus entries",
     "ingest.embed": "questions are embedded by the same embedder object as documents (DESIGN.md)",
     "ingest.embed_stage": "a server embeds what a killed crawl left pending; the answer measures pending passages",

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 from app.__main__ import main as cli
+from ingest.crawl_report import CrawlSummary
 from ingest.embed import DEFAULT_MODEL, Embedder
 from ingest.embed_stage import EmbedStage, pending_embedder
 from ingest.extract import extract
 from ingest.folder import index_folder
 from ingest.indexer import PageIndexer
-from ingest.pipeline import CrawlOptions, CrawlSummary, crawl
+from ingest.pipeline import CrawlOptions, crawl
 from ingest.scheduler import Scheduler
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.pages import Stats
