@@ -66,6 +66,15 @@ def bench_embedding(quick: bool) -> list[dict]:
     return rows
 
 
+def _synthetic_inputs() -> tuple[OnnxMiniLM, np.ndarray, list[str]]:
+    """What `_synthetic_tenant` builds from: the int8 model, the embeddings of 300 real passages
+    (vectors are mixtures of them) and the passages' words (the text's vocabulary)."""
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    texts = real_texts(300)
+    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    return embedder, embedder.embed(texts), vocabulary
+
+
 def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocabulary: list[str],
                       chunks_per_write: int = 1000) -> tuple[Path, float]:
     """A tenant of n synthetic chunks: text from a Zipf-distributed vocabulary of real words, and
@@ -100,10 +109,7 @@ def _synthetic_tenant(root: Path, n_chunks: int, base_vectors: np.ndarray, vocab
 
 
 def bench_search(quick: bool) -> list[dict]:
-    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
-    texts = real_texts(300)
-    base = embedder.embed(texts)
-    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    embedder, base, vocabulary = _synthetic_inputs()
     query_vectors = {q: embedder.embed_query(q) for q in QUERIES}
     rows = []
     sizes = (10_000,) if quick else (10_000, 100_000)
@@ -151,10 +157,7 @@ def bench_compaction(quick: bool) -> list[dict]:
         text_index_segments,
     )
 
-    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
-    texts = real_texts(300)
-    base = embedder.embed(texts)
-    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    embedder, base, vocabulary = _synthetic_inputs()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         path, _ = _synthetic_tenant(Path(tmp) / "written", 10_000, base, vocabulary, chunks_per_write=10)
@@ -225,10 +228,7 @@ def bench_search_backends(quick: bool) -> list[dict]:
     from store.pg.transfer import import_postgres
     from tests.pg import postgres_server
 
-    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
-    texts = real_texts(300)
-    base = embedder.embed(texts)
-    vocabulary = sorted({w.lower().strip(".,:;()[]\"'") for t in texts for w in t.split() if w.isascii()} - {""})
+    embedder, base, vocabulary = _synthetic_inputs()
     query_vectors = {q: embedder.embed_query(q) for q in QUERIES}
     repeats = 2 if quick else 5
     rows = []
