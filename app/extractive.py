@@ -84,6 +84,11 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _ASKS_HOWTO = re.compile(
     r"\b(how (?:do|can|should|to)|how would|what(?:'s| is) the (?:way|command)|example|"
     r"c[oó]mo (?:puedo|hago|se)|wie (?:kann|mache|erstelle))\b", re.I)
+#: A question that opens with "how" / "cómo" / "wie" and a verb ("Wie lege ich fest…", "cómo le
+#: devuelvo…") asks how to do something too; "how much", "wie lange" ask for a number.
+_OPENS_WITH_HOW = re.compile(
+    r"^\W*(?:how|c[oó]mo|wie)\s+(?!much\b|many\b|long\b|old\b|big\b|often\b|viele?\b|lange\b|alt\b|oft\b|gro)",
+    re.I)
 
 
 #: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.
@@ -321,7 +326,8 @@ class _Asks(msgspec.Struct):
 
 def _asks(question: str) -> _Asks:
     # An imperative ("serve static files", "statische Dateien ausliefern") asks how to do it.
-    howto = bool(_ASKS_HOWTO.search(question)) or not (_QUESTION_WORD.match(question) or "?" in question)
+    howto = (bool(_ASKS_HOWTO.search(question) or _OPENS_WITH_HOW.match(question))
+             or not (_QUESTION_WORD.match(question) or "?" in question))
     return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
                  date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                  howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
@@ -563,7 +569,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             break
 
     if asks.howto and all(units[i].kind != "code" for i in chosen):
-        code = _shortest_code_example(units, lead_unit, weights)
+        code = _code_example(units, lead_unit, weights, score)
         if code is not None:
             chosen.append(code)
 
@@ -591,19 +597,24 @@ def model_text(unit: Unit) -> str:
     return f"{unit.about[:80]}: {unit.text[:300]}" if unit.kind == "row" else unit.text[:400]
 
 
-def _shortest_code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float]) -> int | None:
-    """On documentation, a how-do-I answer shows the API the page names with its shortest code
-    example: a code block of the lead's source that uses an identifier the lead mentions (or a
-    question term), as short as possible."""
+def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float],
+                  score: Sequence[float]) -> int | None:
+    """On documentation, a how-do-I answer shows the API the page names with a code example: a code
+    block of the lead's source that uses an identifier the lead mentions (or a question term), the
+    one that scores best for the question — its length left out of the score, so of two equally
+    good the shorter wins. (The shortest alone showed `write_notification` where the question
+    wanted the example with `BackgroundTasks`.)"""
     identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", lead.text)
                    if "_" in w or "." in w.strip(".") or (w[:1].isupper() and any(c.isupper() for c in w[1:]))}
-    best: tuple[int, int] | None = None
+    length_weight = UNIT_WEIGHTS[FEATURES.index("length")]
+    best: tuple[float, int, int] | None = None
     for i, unit in enumerate(units):
         if unit.kind != "code" or unit.source != lead.source or len(unit.text) > 600:
             continue
         names = set(re.findall(r"[A-Za-z_][\w.]*", unit.text))
         if not (identifiers & names or any(t in stems(unit.text) for t in weights)):
             continue
-        if best is None or len(unit.text) < best[0]:
-            best = (len(unit.text), i)
-    return best[1] if best else None
+        key = (-score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
+        if best is None or key < best:
+            best = key
+    return best[2] if best else None

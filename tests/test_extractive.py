@@ -225,3 +225,31 @@ def test_the_lead_sentence_is_skipped_only_when_its_similarity_cannot_change_the
         low = answerability(confidence, 0.5, 0.0, lexical).probability
         high = answerability(confidence, 0.5, 1.0, lexical).probability
         assert low < threshold <= high
+
+
+def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_the_api():
+    """"Wie lege ich fest…" asks how to do something as "how do I" does, and the example shown is
+    the one that fits the question, not merely the shortest on the page."""
+    from app.extractive import _asks
+
+    assert _asks("Wie lege ich fest, dass ein Query-Parameter höchstens 50 Zeichen lang sein darf?").howto
+    assert _asks("¿cómo le devuelvo un error 404?").howto
+    assert _asks("How does a program know it runs in a virtual environment?").howto
+    assert not _asks("How much is a latte?").howto
+    assert not _asks("Wie lange dauert der Kurs?").howto
+    page = source(1, "You can define background tasks, such as write_notification, to be run after returning a "
+                     "response. "
+                     "Sending an email, for one, takes seconds.\n\n"
+                     "def write_notification(email: str):\n    save(email)\n\n"
+                     "Declare a parameter of type BackgroundTasks and add the function to it:\n\n"
+                     "@app.post(\"/send-notification/{email}\")\n"
+                     "async def send_notification(email: str, background_tasks: BackgroundTasks):\n"
+                     "    background_tasks.add_task(write_notification, email)\n"
+                     "    return {\"message\": \"Notification sent in the background\"}",
+                  title="Background Tasks")
+    question = "how do I run a background task after returning the response"
+    counts = {"background": 2, "task": 3, "run": 10, "return": 30, "respons": 40}
+    quotes = select(question, [page], term_weights(question, counts, 100)).quotes
+    assert quotes[0].text.startswith("You can define background tasks"), quotes
+    code = [q.text for q in quotes if q.kind == "code"]
+    assert len(code) == 1 and "background_tasks: BackgroundTasks" in code[0], quotes
