@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.settings import Settings
 from ingest.embed import MODELS, Embedder, shared_embedder
-from store import vector_index
+from store import text_index, vector_index
 from store.config import CrawlSettings, SiteConfig, validate_config
 from store.errors import InvalidConfig, ModelMismatch
 from store.migrations import model_mismatch
@@ -21,6 +21,7 @@ class Context:
         self.data_dir = Path(settings.data_dir)
         self.registry: Registry = open_registry(settings)
         vector_index.configure(settings.vector_memory_mb)
+        text_index.configure(settings.text_memory_mb)
 
     def embedder(self, model: str | None = None) -> Embedder:
         return shared_embedder(

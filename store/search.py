@@ -17,7 +17,7 @@ import apsw
 import msgspec
 import numpy as np
 
-from store import vector_index
+from store import text_index, vector_index
 from store.connect import Row, all_rows, one_row, time_limit
 from store.errors import BackendUnavailable, InvalidQuery
 from store.pending import PendingChunk, has_pending, pending_among, pending_rows
@@ -281,13 +281,19 @@ def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filte
                     params: FusionParams = DEFAULT_FUSION) -> tuple[str, list[tuple[int, float]]]:
     """The `limit` best chunks by BM25 and their scores (lower is better, as FTS5 gives them).
 
-    A term in at least half the chunks weighs 1e-6 in FTS5's BM25 (its IDF, log((N - n + 0.5) /
-    (n + 0.5)), is clamped there), yet ranking every chunk it occurs in is most of the query's time:
-    it is left out whenever the other terms still fill the `limit`. The candidates are then the
+    Without filters, and when the tenant's text index is current, ranked in memory
+    (store/text_index.py: the same scores, 0.9 ms instead of 6–10 at 10k chunks). Otherwise by
+    FTS5, where a term in at least half the chunks weighs 1e-6 in FTS5's BM25 (its IDF,
+    log((N - n + 0.5) / (n + 0.5)), is clamped there), yet ranking every chunk it occurs in is most of
+    the query's time: it is left out whenever the other terms still fill the `limit`. The candidates are then the
     same, their scores differ by under 1e-5 and only exact ties may come in another order."""
     terms = fts_terms(text)
     if not terms:
         return "", []
+    index = text_index.index_for(conn) if filters is None else None
+    ranked = index.top(conn, terms, (params.title_weight, params.heading_weight, 1.0), limit) if index is not None else None
+    if ranked is not None:  # None: no index, or the content changed while it read
+        return _or_query(terms), ranked
     where, args = _filter_sql(filters, "chunk_fts.rowid")
 
     def best(query: str) -> list[tuple[int, float]]:

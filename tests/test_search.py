@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ingest.document import Document, Fact, Section
 from ingest.indexer import PageIndexer
+from store import text_index
 from store.errors import InvalidQuery
 from store.search import (
     TEXT_INDEX_SEGMENTS,
@@ -145,7 +146,15 @@ def small_tenants(ctx):
     return ctx, made
 
 
-def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_changing_its_candidates(ctx):
+@pytest.fixture
+def fts5_ranks():
+    """No text index held: FTS5 ranks (the in-memory ranking is tests/test_text_index.py's)."""
+    text_index.configure(0)
+    yield
+    text_index.configure(64)
+
+
+def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_changing_its_candidates(ctx, fts5_ranks):
     """FTS5 weighs a term in at least half the chunks 1e-6: the lexical side leaves it out when the
     other terms fill the candidates, with the same candidates and scores within 1e-5."""
     tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
@@ -177,7 +186,7 @@ def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_chan
         assert bm25_candidates(conn, "cake", 5, None)[0] == '"cake"'
 
 
-def test_compacting_the_text_index_merges_its_segments_and_changes_no_result(ctx):
+def test_compacting_the_text_index_merges_its_segments_and_changes_no_result(ctx, fts5_ranks):
     """Each page written in its own transaction adds a segment to the FTS5 index; compacting
     merges them into one, and every lexical candidate, score and count stays the same."""
     tenant, _ = ctx.create_tenant("deli", "https://deli.test/")

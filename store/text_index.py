@@ -1,0 +1,296 @@
+"""The lexical side in memory: FTS5's BM25 computed with numpy over postings read once from the
+index, the same scores and candidates as `bm25(chunk_fts, …)` without asking FTS5 to rank.
+
+Why: FTS5 computes `bm25()` for every row an OR query matches before `ORDER BY score LIMIT`
+keeps the best: 5–12 ms a question at 10k chunks, 30–55 ms at 100k (44k rows for "wheel file
+format"), most of a question's search. Here each phrase's postings (the rows and columns it
+occurs in, with its hits) are read from FTS5's own index through `fts5vocab` the first time a
+question uses it, kept for the tenant's content generation, and a question's ranking is a few
+vector operations over the rows its phrases match.
+
+The formula is FTS5's (ext/fts5/fts5_aux.c; apsw.fts5aux translates it): for each phrase,
+idf = log((N - n + 0.5) / (n + 0.5)), at least 1e-6; a row's score is minus the sum over the
+phrases of idf · f · (k1 + 1) / (f + k1 · (1 - b + b · |D| / avgdl)), f the phrase's hits in
+the row weighted by column, |D| the row's tokens, avgdl the table's tokens per row; k1 = 1.2,
+b = 0.75. Query words are cut into tokens by the table's own tokenizer (apsw's FTS5 tokenizer
+API), so a word like "install requires" is the same two-token phrase FTS5 would match.
+
+Like the vector index (store/vector_index.py) it is built once per content generation of a tenant
+and kept per process; while a crawl writes (a new generation every few pages) the questions in
+between use FTS5 directly until a rebuild is due.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import apsw
+import numpy as np
+
+from store.connect import Row
+from store.vector_index import content_version
+
+K1 = 1.2
+B = 0.75
+#: A stale index is rebuilt at most this often (as the vector index is).
+REBUILD_INTERVAL_S = 10.0
+#: Bytes a row takes, in a phrase's postings (position, hits per column) or a tenant's row
+#: lengths (rowid, tokens): what the memory budget (`configure`) is counted in.
+ROW_BYTES = 32
+#: Query words whose tokens are remembered per tenant.
+MAX_WORDS = 20_000
+#: Tenants whose index is kept per process; least recently used out first.
+MAX_TENANTS = 16
+_COLUMNS = ("title", "heading", "text")
+_VOCAB = "temp.frontdesk_fts_instances"
+_COLUMN_NUMBER = "(CASE col " + " ".join(f"WHEN '{name}' THEN {i}" for i, name in enumerate(_COLUMNS)) + " END)"
+#: Row ids at or above this do not fit the packed places (row << 32 in 63 bits): FTS5 ranks.
+MAX_ROWID = 1 << 30
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.I)
+
+
+class TextIndex:
+    """One tenant's FTS5 statistics for one content generation, and its phrases' postings."""
+
+    def __init__(self, generation: str, ids: np.ndarray, lengths: np.ndarray, avgdl: float,
+                 tokenizer: tuple[str, list[str]]) -> None:
+        self.generation = generation  # store/vector_index.py content_version
+        self.ids = ids                # the index's rowids, ascending
+        self.lengths = lengths        # each row's tokens over all columns (float64)
+        self.avgdl = avgdl
+        self.tokenizer = tokenizer
+        self.words: dict[str, tuple[str, ...]] = {}
+        self.postings: OrderedDict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.held = 0
+
+    def tokens(self, conn: apsw.Connection, word: str) -> tuple[str, ...]:
+        """A query word as the table's tokenizer cuts it ("installing" -> ("instal",))."""
+        found = self.words.get(word)
+        if found is None:
+            name, args = self.tokenizer
+            tokenize = conn.fts5_tokenizer(name, args)
+            found = tuple(t[2] for t in tokenize(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None))
+            if len(self.words) >= MAX_WORDS:
+                self.words.clear()
+            self.words[word] = found
+        return found
+
+    def phrase(self, conn: apsw.Connection, tokens: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows (positions in `ids`) where the phrase occurs, and its hits there per column."""
+        with _lock:
+            cached = self.postings.get(tokens)
+            if cached is not None:
+                self.postings.move_to_end(tokens)
+                return cached
+        found = _read_phrase(conn, self, tokens)
+        # Each statement reads its own snapshot: postings read after a write committed belong to
+        # another generation than this index's row lengths (the generation only grows).
+        if content_version(conn) != self.generation:
+            raise _Stale
+        with _lock:
+            if tokens not in self.postings:
+                self.postings[tokens] = found
+                self.held += len(found[0])
+                _make_room()
+        return found
+
+    def top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float],
+            limit: int) -> list[tuple[int, float]] | None:
+        """The `limit` best rows for `words` OR-ed, as `bm25(chunk_fts, *weights)` scores them
+        (lower is better); ties by rowid. None when the content changed under it: FTS5 ranks."""
+        try:
+            return self._top(conn, words, weights, limit)
+        except _Stale:
+            return None
+
+    def _top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float],
+             limit: int) -> list[tuple[int, float]]:
+        count = len(self.ids)
+        column_weights = np.asarray(weights, dtype=np.float64)
+        rows_of, gains = [], []
+        seen: set[tuple[str, ...]] = set()
+        for word in words:
+            tokens = self.tokens(conn, word)
+            if not tokens:
+                continue
+            seen.add(tokens)
+            rows, hits = self.phrase(conn, tokens)
+            if not len(rows):
+                continue
+            idf = max(1e-6, math.log((count - len(rows) + 0.5) / (len(rows) + 0.5)))
+            freq = hits @ column_weights
+            norm = K1 * (1 - B + B * self.lengths[rows] / self.avgdl)
+            rows_of.append(rows)
+            gains.append(idf * freq * (K1 + 1) / (freq + norm))
+        if not rows_of:
+            return []
+        score = np.bincount(np.concatenate(rows_of), weights=np.concatenate(gains), minlength=count)
+        matched = np.flatnonzero(score)
+        if len(matched) > limit:
+            best = matched[np.argpartition(-score[matched], limit - 1)[:limit]]
+            matched = matched[score[matched] >= score[best].min()]  # and every row tied with the last kept
+        order = matched[np.lexsort((self.ids[matched], -score[matched]))][:limit]
+        return [(int(self.ids[i]), -float(score[i])) for i in order]
+
+
+def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    _ensure_vocab(conn)
+    # One string of packed places (row << 32 | column << 28 | offset) a token: SQLite builds it in
+    # C, numpy parses it; a row object per place would take three times as long.
+    keys: np.ndarray | None = None
+    for step, token in enumerate(tokens):
+        (packed,) = conn.execute(
+            f"SELECT group_concat((doc << 32) | ({_COLUMN_NUMBER} << 28) | offset) FROM {_VOCAB} WHERE term = ?",
+            (token,)).fetchone()
+        places = np.fromstring(packed, dtype=np.int64, sep=",") if packed else np.zeros(0, dtype=np.int64)
+        # A phrase: the first token's places followed by the second's, the third's…
+        keys = places if keys is None else keys[np.isin(keys + step, places)]
+    assert keys is not None
+    pairs, counts = np.unique(keys >> 28, return_counts=True)  # (row, column) and its hits
+    positions = np.searchsorted(index.ids, pairs >> 4)
+    if len(positions) and (positions[-1] >= len(index.ids) or not np.array_equal(index.ids[positions], pairs >> 4)):
+        raise _Stale  # a row this index does not know: written since it was built
+    rows, where = np.unique(positions, return_inverse=True)
+    hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.float64)
+    np.add.at(hits, (where, pairs & 15), counts)
+    return rows.astype(np.int64), hits
+
+
+def _ensure_vocab(conn: apsw.Connection) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunk_fts, instance)")
+
+
+class _Stale(Exception):
+    """The tenant's content changed while the index read it."""
+
+
+def _build(conn: apsw.Connection, generation: str) -> TextIndex | None:
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_fts'").fetchall()
+    spec = _TOKENIZE.search(sql[0][0]) if sql else None
+    if spec is None:
+        return None
+    name, *args = spec.group(1).split()
+    try:
+        conn.fts5_tokenizer(name, args)
+    except (apsw.Error, ValueError):
+        return None
+    rows: list[Row] = conn.execute("SELECT id, sz FROM chunk_fts_docsize ORDER BY id").fetchall()
+    if not rows:
+        return None
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if ids[-1] >= MAX_ROWID:
+        return None
+    lengths = np.fromiter((_total_size(r[1]) for r in rows), dtype=np.float64, count=len(rows))
+    averages = conn.execute("SELECT block FROM chunk_fts_data WHERE id = 1").fetchall()
+    total = sum(_varints(averages[0][0])[1:]) if averages else 0
+    avgdl = total / len(ids) if total else float(lengths.mean())
+    if content_version(conn) != generation:
+        return None  # written to while read: the next question builds it
+    return TextIndex(generation, ids, lengths, avgdl or 1.0, (name, args))
+
+
+def _varints(blob: bytes) -> list[int]:
+    """FTS5's varints (SQLite's: big-endian, 7 bits a byte, the 9th byte whole)."""
+    values, value, length = [], 0, 0
+    for byte in blob:
+        if length == 8:
+            values.append((value << 8) | byte)
+            value = length = 0
+            continue
+        value = (value << 7) | (byte & 0x7F)
+        length += 1
+        if not byte & 0x80:
+            values.append(value)
+            value = length = 0
+    return values
+
+
+def _total_size(blob: bytes) -> int:
+    if all(byte < 0x80 for byte in blob):
+        return sum(blob)
+    return sum(_varints(blob))
+
+
+class _Entry:
+    def __init__(self, generation: str, index: TextIndex | None, built_at: float) -> None:
+        self.generation = generation
+        self.index = index
+        self.built_at = built_at
+
+
+_lock = threading.RLock()
+_cache: OrderedDict[str, _Entry] = OrderedDict()
+
+
+_budget_rows = 64 * 1024 * 1024 // ROW_BYTES  # the FRONTDESK_TEXT_MEMORY_MB default
+
+
+def configure(memory_mb: float) -> None:
+    """The memory this process may hold for tenants' text indexes (FRONTDESK_TEXT_MEMORY_MB); 0
+    holds none (FTS5 ranks every query)."""
+    global _budget_rows
+    with _lock:
+        _budget_rows = int(memory_mb * 1024 * 1024) // ROW_BYTES
+        if _budget_rows <= 0:
+            _cache.clear()
+        _make_room()
+
+
+def held_rows() -> int:
+    """Rows (postings and row lengths) the text indexes of this process hold now."""
+    return sum(len(e.index.ids) + e.index.held for e in _cache.values() if e.index is not None)
+
+
+def _make_room() -> None:
+    """Drop the least recently used postings, then tenants, until the budget holds (under _lock)."""
+    held = held_rows()
+    for entry in _cache.values():
+        index = entry.index
+        while index is not None and held > _budget_rows and index.postings:
+            _, (dropped, _) = index.postings.popitem(last=False)
+            index.held -= len(dropped)
+            held -= len(dropped)
+        if held <= _budget_rows:
+            return
+    while _cache and held > _budget_rows:
+        _, entry = _cache.popitem(last=False)
+        held -= len(entry.index.ids) + entry.index.held if entry.index is not None else 0
+
+
+def index_for(conn: apsw.Connection) -> TextIndex | None:
+    """The tenant's index for its current content, or None when FTS5 should rank (a rebuild not
+    due yet after a content change, or a table this module cannot read)."""
+    if _budget_rows <= 0:
+        return None
+    key = conn.filename
+    generation = content_version(conn)
+    now = time.monotonic()
+    with _lock:
+        entry = _cache.get(key)
+        if entry is not None:
+            if entry.generation == generation:
+                _cache.move_to_end(key)
+                return entry.index
+            if now - entry.built_at < REBUILD_INTERVAL_S:
+                return None
+            del _cache[key]
+    index = _build(conn, generation)
+    if index is not None and len(index.ids) > _budget_rows // 2:
+        index = None  # its row lengths alone would crowd out every question's postings: FTS5 ranks
+    with _lock:
+        _cache[key] = _Entry(generation, index, now)
+        while len(_cache) > MAX_TENANTS:
+            _cache.popitem(last=False)
+        _make_room()
+    return index
+
+
+def forget() -> None:
+    """Drop every tenant's index (tests)."""
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,121 @@
+"""The lexical side in memory (store/text_index.py): the same candidates and scores as FTS5's
+`bm25()` on a real indexed site, never a stale answer after a page is written, and a bounded
+memory budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.document import Document, Section
+from ingest.indexer import PageIndexer
+from store import text_index
+from store.search import FusionParams, bm25_candidates, fts_terms
+from tests.test_search import PYPUG_QUESTIONS
+
+
+def fts5_ranking(conn, words: list[str], weights: tuple[float, float, float], limit: int) -> list[tuple[int, float]]:
+    """FTS5 ranking every row the OR query matches, as the SQL path does without pruning."""
+    query = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return [(int(r), float(s)) for r, s in conn.execute(
+        "SELECT rowid, bm25(chunk_fts, ?, ?, ?) AS score FROM chunk_fts WHERE chunk_fts MATCH ? "
+        "ORDER BY score, rowid LIMIT ?", [*weights, query, limit])]
+
+
+def same_ranking(expected: list[tuple[int, float]], got: list[tuple[int, float]]) -> bool:
+    """The same rows with the same scores (to rounding); rows tied at the cut may differ."""
+    if len(expected) != len(got):
+        return False
+    want, have = dict(expected), dict(got)
+    cut = expected[-1][1] if expected else 0.0
+    for row in want.keys() ^ have.keys():
+        if abs(want.get(row, have.get(row, 0.0)) - cut) > 1e-9:
+            return False
+    return all(abs(want[row] - have[row]) <= 1e-9 * max(1.0, abs(want[row])) for row in want.keys() & have.keys())
+
+
+@pytest.mark.parametrize("weights", [(3.0, 2.0, 1.0), (1.0, 1.0, 1.0), (8.0, 0.5, 1.0)])
+def test_in_memory_bm25_ranks_as_fts5_does(pypug_ctx, weights):
+    """Every pypug question, a few with words FTS5 reads as phrases of two tokens
+    ("install_requires", "setup.py"), ranked in memory and by FTS5: the same rows, the same scores."""
+    conn = pypug_ctx.tenant("pypug").reader()
+    index = text_index.index_for(conn)
+    assert index is not None
+    questions = [q for q, _ in PYPUG_QUESTIONS] + [
+        "install_requires vs requirements.txt", "python setup.py sdist", "pip install -e .", "café crème"]
+    for question in questions:
+        words = fts_terms(question)
+        for limit in (5, 60):
+            expected = fts5_ranking(conn, words, weights, limit)
+            got = index.top(conn, words, weights, limit)
+            assert got is not None and same_ranking(expected, got), (question, limit, expected[:3], got[:3])
+    # and bm25_candidates serves exactly that
+    params = FusionParams(title_weight=weights[0], heading_weight=weights[1])
+    _, rows = bm25_candidates(conn, "how do I write my pyproject.toml", 60, None, params)
+    assert same_ranking(fts5_ranking(conn, fts_terms("how do I write my pyproject.toml"), weights, 60), rows)
+
+
+def _page(n: int, text: str) -> Document:
+    return Document(url=f"https://deli.test/p{n}", canonical_url=f"https://deli.test/p{n}", title=f"Menu {n}",
+                    lang="en", sections=[Section(heading_path=(f"Menu {n}",), text=text)])
+
+
+@pytest.fixture
+def deli(ctx, monkeypatch):
+    tenant, _ = ctx.create_tenant("deli", "https://deli.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    for n, food in enumerate(["pastrami on rye with mustard", "bagel with lox and capers", "knish and borscht"]):
+        indexer.index(_page(n, f"Our {food} is served all day. Open late on Fridays."))
+    yield tenant, indexer
+    text_index.forget()
+
+
+def test_a_page_written_after_the_index_was_built_is_found_at_once(deli, monkeypatch):
+    """While a rebuild is not due, a question after a write is ranked by FTS5 (which sees the new
+    page); once due, the index is rebuilt for the new content."""
+    tenant, indexer = deli
+    conn = tenant.reader()
+    assert [r for r, _ in bm25_candidates(conn, "pastrami", 5, None)[1]]
+    built = text_index.index_for(conn)
+    assert built is not None
+    indexer.index(_page(9, "Our zucchini fritters come with a lemon dip."))
+    assert text_index.index_for(conn) is None  # stale, rebuilt a moment ago
+    found = bm25_candidates(conn, "zucchini fritters", 5, None)[1]
+    assert len(found) == 1
+    monkeypatch.setattr(text_index, "REBUILD_INTERVAL_S", 0.0)
+    rebuilt = text_index.index_for(conn)
+    assert rebuilt is not None and rebuilt is not built
+    assert same_ranking(found, bm25_candidates(conn, "zucchini fritters", 5, None)[1])
+
+
+def test_postings_read_after_a_write_are_not_kept_for_the_older_content(deli):
+    """The index's row lengths are one generation's; a phrase's postings read after a write are
+    another's: the question goes to FTS5 and nothing is cached."""
+    tenant, indexer = deli
+    conn = tenant.reader()
+    index = text_index.index_for(conn)
+    assert index is not None
+    indexer.index(_page(9, "Our zucchini fritters come with a lemon dip."))
+    assert index.top(conn, ["zucchini"], (3.0, 2.0, 1.0), 5) is None
+    assert not any("zucchini" in tokens[0] for tokens in index.postings)
+
+
+def test_the_memory_budget_bounds_what_is_held(deli):
+    tenant, _ = deli
+    conn = tenant.reader()
+    words = ["pastrami", "bagel", "lox", "knish", "borscht", "mustard", "open", "late", "fridays", "served"]
+    try:
+        text_index.configure(1)
+        for word in words:
+            bm25_candidates(conn, word, 5, None)
+        assert text_index.held_rows() * text_index.ROW_BYTES <= 1024 * 1024
+        index = text_index.index_for(conn)
+        assert index is not None and len(index.postings) == len(words)
+        budget = (len(index.ids) + 5) * text_index.ROW_BYTES / 1024 / 1024 * 2  # row lengths + a few postings
+        text_index.configure(budget)
+        assert text_index.held_rows() <= (len(index.ids) + 5) * 2
+        assert 0 < len(index.postings) < len(words)  # the least recently used went first
+        text_index.configure(0)
+        assert text_index.index_for(conn) is None
+        assert [r for r, _ in bm25_candidates(conn, "bagel lox", 5, None)[1]]  # FTS5 ranks
+    finally:
+        text_index.configure(64)
