@@ -444,7 +444,7 @@ class Answerer:
                     prompt = build_prompt(question, found.sources, config.answer, lang=lang,
                                           site_name=config.name, history=found.history,
                                           page_hint=request.page.title if request.page and page_url else "",
-                                          quotes=found.quotes)
+                                          quotes=found.quotes, with_messages=self.provider.reads_messages)
                     # The model's first sentence, once the grounding guard checked it: a reply that the
                     # sources do not answer is answered as not found (app/grounding.py).
                     generated = await opening(self.provider.stream(prompt))

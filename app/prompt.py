@@ -127,7 +127,11 @@ def system_text(settings: AnswerSettings, lang: str, site_name: str) -> str:
 
 def build_prompt(question: str, sources: list[Source], settings: AnswerSettings, *, lang: str,
                  site_name: str = "", page_hint: str = "", history: list[tuple[str, str]] | None = None,
-                 quotes: list[tuple[int, str, str]] | None = None) -> Prompt:
+                 quotes: list[tuple[int, str, str]] | None = None, with_messages: bool = True) -> Prompt:
+    """The prompt for a model; `with_messages=False` leaves out the system text and messages (a
+    provider that does not read them: app/providers.py `reads_messages`)."""
+    if not with_messages:
+        return Prompt(question=question, lang=lang, sources=sources, system="", messages=[], quotes=quotes)
     wrapped = "\n".join(
         f'<source id="{s.n}" title="{neutralise_source(s.title, 200)}" url="{neutralise(s.url, 500)}">\n'
         f"{neutralise_source(s.text)}\n</source>"

@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 
 class Provider(abc.ABC):
     name: str = "provider"
+    #: Whether `stream` reads the prompt's system text and messages. The extractive provider quotes
+    #: the chosen sentences only: building the messages (every source's text screened for
+    #: injected instructions again, ~1.2 ms a question before its first token) is skipped for it.
+    reads_messages: bool = True
 
     @abc.abstractmethod
     def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
@@ -65,6 +69,7 @@ class Extractive(Provider):
     question's words alone."""
 
     name = "extractive"
+    reads_messages = False
 
     async def stream(self, prompt: Prompt) -> AsyncGenerator[str, None]:
         quotes = prompt.quotes

@@ -69,7 +69,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     10k chunks); tenants that do not fit are searched in the file by sqlite-vec. 0 = none held."""
     text_memory_mb: float = 64.0
     """Memory per process for tenants' text indexes held in RAM (the lexical side's fast path: BM25
-    ranked with numpy over postings read once, the same ranking as FTS5's; ~32 bytes a posting, a
+    ranked with numpy over postings read once, the same ranking as FTS5's; ~16 bytes a posting, a
     few MB per 10k-chunk tenant in use). 0 = none held: FTS5 ranks every query."""
     cache_ttl: float = 600.0
     """Seconds an answer is fresh; a stale one is served once while it is recomputed."""

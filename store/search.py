@@ -291,9 +291,11 @@ def bm25_candidates(conn: apsw.Connection, text: str, limit: int, filters: Filte
     if not terms:
         return "", []
     index = text_index.index_for(conn) if filters is None else None
-    ranked = index.top(conn, terms, (params.title_weight, params.heading_weight, 1.0), limit) if index is not None else None
-    if ranked is not None:  # None: no index, or the content changed while it read
-        return _or_query(terms), ranked
+    if index is not None:
+        common = _in_half_the_chunks(conn, terms) if len(terms) > 1 else set()
+        found = index.top(conn, terms, (params.title_weight, params.heading_weight, 1.0), limit, common)
+        if found is not None:  # None: the content changed while it read
+            return _or_query(found[0]), found[1]
     where, args = _filter_sql(filters, "chunk_fts.rowid")
 
     def best(query: str) -> list[tuple[int, float]]:

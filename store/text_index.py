@@ -15,6 +15,11 @@ the row weighted by column, |D| the row's tokens, avgdl the table's tokens per r
 b = 0.75. Query words are cut into tokens by the table's own tokenizer (apsw's FTS5 tokenizer
 API), so a word like "install requires" is the same two-token phrase FTS5 would match.
 
+A word in half the rows or more (FTS5 weighs it 1e-6) is left out when the other words still match
+enough rows, as the FTS5 path does (store/search.py `bm25_candidates`): scores then differ by
+under 1e-5. A phrase's postings cost ~0.4 µs a place to read the first time (~12 ms for a word in
+23k of 100k rows), then nothing until the content changes.
+
 Like the vector index (store/vector_index.py) it is built once per content generation of a tenant
 and kept per process; while a crawl writes (a new generation every few pages) the questions in
 between use FTS5 directly until a rebuild is due.
@@ -27,7 +32,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import apsw
 import numpy as np
@@ -41,7 +46,7 @@ B = 0.75
 REBUILD_INTERVAL_S = 10.0
 #: Bytes a row takes, in a phrase's postings (position, hits per column) or a tenant's row
 #: lengths (rowid, tokens): what the memory budget (`configure`) is counted in.
-ROW_BYTES = 32
+ROW_BYTES = 16
 #: Query words whose tokens are remembered per tenant.
 MAX_WORDS = 20_000
 #: Tenants whose index is kept per process; least recently used out first.
@@ -99,26 +104,47 @@ class TextIndex:
                 _make_room()
         return found
 
-    def top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float],
-            limit: int) -> list[tuple[int, float]] | None:
+    def top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float], limit: int,
+            common: Collection[str] = ()) -> tuple[list[str], list[tuple[int, float]]] | None:
         """The `limit` best rows for `words` OR-ed, as `bm25(chunk_fts, *weights)` scores them
-        (lower is better); ties by rowid. None when the content changed under it: FTS5 ranks."""
+        (lower is better; ties by rowid), and the words ranked. A word of `common` (in half the
+        rows or more: FTS5 weighs it 1e-6) is left out when the others match `limit` rows, as
+        store/search.py's FTS5 path does: its postings are the longest to read. None when the
+        content changed while it read: FTS5 ranks."""
         try:
-            return self._top(conn, words, weights, limit)
+            return self._top(conn, words, weights, limit, common)
         except _Stale:
             return None
 
-    def _top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float],
-             limit: int) -> list[tuple[int, float]]:
+    def _top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float], limit: int,
+             common: Collection[str]) -> tuple[list[str], list[tuple[int, float]]]:
         count = len(self.ids)
         column_weights = np.asarray(weights, dtype=np.float64)
-        rows_of, gains = [], []
-        seen: set[tuple[str, ...]] = set()
+        rows_of: list[np.ndarray] = []
+        gains: list[np.ndarray] = []
+        ranked = [w for w in words if w not in common] or list(words)
+        self._score(conn, ranked, column_weights, rows_of, gains)
+        if len(ranked) < len(words) and (not rows_of or len(np.unique(np.concatenate(rows_of))) < limit):
+            ranked, rows_of, gains = list(words), [], []  # too few without them: every word ranks
+            self._score(conn, ranked, column_weights, rows_of, gains)
+        if not rows_of:
+            return ranked, []
+        score = np.bincount(np.concatenate(rows_of), weights=np.concatenate(gains), minlength=count)
+        matched = np.flatnonzero(score)
+        if len(matched) > limit:
+            best = matched[np.argpartition(-score[matched], limit - 1)[:limit]]
+            matched = matched[score[matched] >= score[best].min()]  # and every row tied with the last kept
+        order = matched[np.lexsort((self.ids[matched], -score[matched]))][:limit]
+        return ranked, [(int(self.ids[i]), -float(score[i])) for i in order]
+
+    def _score(self, conn: apsw.Connection, words: Sequence[str], column_weights: np.ndarray,
+               rows_of: list[np.ndarray], gains: list[np.ndarray]) -> None:
+        """Each word's rows and what it adds to their score (FTS5's BM25 term)."""
+        count = len(self.ids)
         for word in words:
             tokens = self.tokens(conn, word)
             if not tokens:
                 continue
-            seen.add(tokens)
             rows, hits = self.phrase(conn, tokens)
             if not len(rows):
                 continue
@@ -127,15 +153,6 @@ class TextIndex:
             norm = K1 * (1 - B + B * self.lengths[rows] / self.avgdl)
             rows_of.append(rows)
             gains.append(idf * freq * (K1 + 1) / (freq + norm))
-        if not rows_of:
-            return []
-        score = np.bincount(np.concatenate(rows_of), weights=np.concatenate(gains), minlength=count)
-        matched = np.flatnonzero(score)
-        if len(matched) > limit:
-            best = matched[np.argpartition(-score[matched], limit - 1)[:limit]]
-            matched = matched[score[matched] >= score[best].min()]  # and every row tied with the last kept
-        order = matched[np.lexsort((self.ids[matched], -score[matched]))][:limit]
-        return [(int(self.ids[i]), -float(score[i])) for i in order]
 
 
 def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +173,9 @@ def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...
     if len(positions) and (positions[-1] >= len(index.ids) or not np.array_equal(index.ids[positions], pairs >> 4)):
         raise _Stale  # a row this index does not know: written since it was built
     rows, where = np.unique(positions, return_inverse=True)
-    hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.float64)
+    hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.float32)  # small counts: exact in float32
     np.add.at(hits, (where, pairs & 15), counts)
-    return rows.astype(np.int64), hits
+    return rows.astype(np.int32), hits
 
 
 def _ensure_vocab(conn: apsw.Connection) -> None:

@@ -9,8 +9,10 @@ import pytest
 from ingest.document import Document, Section
 from ingest.indexer import PageIndexer
 from store import text_index
-from store.search import FusionParams, bm25_candidates, fts_terms
+from store.search import DEFAULT_FUSION, FusionParams, bm25_candidates, fts_terms
 from tests.test_search import PYPUG_QUESTIONS
+
+DEFAULT_WEIGHTS = (DEFAULT_FUSION.title_weight, DEFAULT_FUSION.heading_weight, 1.0)
 
 
 def fts5_ranking(conn, words: list[str], weights: tuple[float, float, float], limit: int) -> list[tuple[int, float]]:
@@ -46,8 +48,9 @@ def test_in_memory_bm25_ranks_as_fts5_does(pypug_ctx, weights):
         words = fts_terms(question)
         for limit in (5, 60):
             expected = fts5_ranking(conn, words, weights, limit)
-            got = index.top(conn, words, weights, limit)
-            assert got is not None and same_ranking(expected, got), (question, limit, expected[:3], got[:3])
+            found = index.top(conn, words, weights, limit)
+            assert found is not None and found[0] == words
+            assert same_ranking(expected, found[1]), (question, limit, expected[:3], found[1][:3])
     # and bm25_candidates serves exactly that
     params = FusionParams(title_weight=weights[0], heading_weight=weights[1])
     _, rows = bm25_candidates(conn, "how do I write my pyproject.toml", 60, None, params)
@@ -119,3 +122,31 @@ def test_the_memory_budget_bounds_what_is_held(deli):
         assert [r for r, _ in bm25_candidates(conn, "bagel lox", 5, None)[1]]  # FTS5 ranks
     finally:
         text_index.configure(64)
+
+
+def test_a_word_in_half_the_rows_is_left_out_only_when_the_others_fill_the_candidates(ctx):
+    """As on FTS5's path: "cake" (every row) is not read when "lemon", "walnut" and "tin" match
+    enough rows, and is when they do not; the candidates are FTS5's full ranking's either way."""
+    tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    flavours = ["lemon", "cherry", "walnut", "ginger", "hazelnut", "apricot"]
+    for n in range(24):
+        indexer.index(Document(
+            url=f"https://shop.test/cake{n}", canonical_url=f"https://shop.test/cake{n}", title=f"Cake {n}",
+            lang="en", sections=[Section(heading_path=(f"Cake {n}",), text=(
+                f"Our {flavours[n % 6]} cake number {n} is baked daily. " + "Cake " * (n % 4)
+                + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
+    conn = tenant.reader()
+    try:
+        query, rows = bm25_candidates(conn, "lemon or walnut cake in a tin", 6, None)
+        assert query == '"lemon" OR "walnut" OR "tin"'
+        index = text_index.index_for(conn)
+        assert index is not None and ("cake",) not in index.postings
+        expected = fts5_ranking(conn, ["lemon", "walnut", "cake", "tin"], DEFAULT_WEIGHTS, 6)
+        assert {r for r, _ in rows} == {r for r, _ in expected}
+        assert max(abs(a - b) for (_, a), (_, b) in zip(sorted(rows), sorted(expected), strict=True)) < 1e-5
+        query, rows = bm25_candidates(conn, "ginger cake", 10, None)  # 4 ginger rows: "cake" ranks too
+        assert query == '"ginger" OR "cake"'
+        assert same_ranking(fts5_ranking(conn, ["ginger", "cake"], DEFAULT_WEIGHTS, 10), rows)
+    finally:
+        text_index.forget()

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from app.settings import Settings
 from ingest.chunk import chunk_uid, content_hash
 from ingest.embed import OnnxMiniLM, make_embedder
+from store import text_index
 from store.config import SiteConfig
 from store.pages import ChunkRow, PageWrite, write_page
 from store.search import search
@@ -119,7 +121,10 @@ def bench_search(quick: bool) -> list[dict]:
             registry = TenantRegistry(Path(tmp))
             conn = registry.get("bench").reader()
             for mode in ("hybrid", "bm25", "dense"):
-                # End to end as the app does it: embed the query, then vec + FTS + fuse.
+                # End to end as the app does it: embed the query, then vec + FTS + fuse. Each mode
+                # starts with no postings held (store/text_index.py): its first pass reads every
+                # word's for the first time, the later ones find them held.
+                text_index.forget()
                 samples = []
                 for _ in range(2 if quick else 5):
                     for q in QUERIES:
@@ -128,6 +133,7 @@ def bench_search(quick: bool) -> list[dict]:
                         search(conn, q, vector, k=10, mode=mode)
                         samples.append((time.perf_counter() - started) * 1000)
                 stats = percentiles(samples)
+                first_pass, later = percentiles(samples[:len(QUERIES)]), percentiles(samples[len(QUERIES):])
                 # Store side only (vector precomputed), to separate model time from SQLite time.
                 store_only = []
                 for q in QUERIES:
@@ -135,6 +141,7 @@ def bench_search(quick: bool) -> list[dict]:
                     search(conn, q, None if mode == "bm25" else query_vectors[q], k=10, mode=mode)
                     store_only.append((time.perf_counter() - started) * 1000)
                 rows.append({"chunks": n, "mode": mode, "p50_ms": stats["p50"], "p95_ms": stats["p95"],
+                             "first_pass_p95_ms": first_pass["p95"], "later_p95_ms": later["p95"],
                              "store_only_p50_ms": percentiles(store_only)["p50"],
                              "file_mb": round(path.stat().st_size / 1e6, 1),
                              "mb_per_10k": round(path.stat().st_size / 1e6 / (n / 10_000), 1),
@@ -159,6 +166,7 @@ def bench_compaction(quick: bool) -> list[dict]:
 
     embedder, base, vocabulary = _synthetic_inputs()
     rows = []
+    text_index.configure(0)  # FTS5 ranks: the merge is what is measured, not the in-memory path
     with tempfile.TemporaryDirectory() as tmp:
         path, _ = _synthetic_tenant(Path(tmp) / "written", 10_000, base, vocabulary, chunks_per_write=10)
         compacted = Path(tmp) / "compacted" / "tenants" / path.name
@@ -193,6 +201,7 @@ def bench_compaction(quick: bool) -> list[dict]:
                          "compact_s": round(compact_s, 2) if name == "compacted" else None})
         for registry in registries.values():
             registry.close_all()
+    text_index.configure(Settings().text_memory_mb)
     return rows
 
 
@@ -434,11 +443,13 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
     print_table("Embedding throughput (real pypug passages, ~230 tokens) and query embedding",
                 embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
     searching = bench_search(quick)
-    print_table("Search latency, end to end (query embedding + vec0 + FTS5 + fusion), k=10",
-                searching, ["chunks", "mode", "p50_ms", "p95_ms", "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
+    print_table("Search latency, end to end (query embedding + dense side + BM25 + fusion), k=10; first pass: "
+                "every word's postings read for the first time (store/text_index.py), later: held",
+                searching, ["chunks", "mode", "p50_ms", "p95_ms", "first_pass_p95_ms", "later_p95_ms",
+                            "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
     compaction = bench_compaction(quick)
     print_table("The lexical side on a tenant written a page per transaction, its text index as written and "
-                "compacted (as a crawl leaves it); BM25 candidates (50) and the answerer's term counts",
+                "compacted (as a crawl leaves it); BM25 candidates (50, ranked by FTS5) and the answerer's term counts",
                 compaction, ["chunks", "index", "segments", "bm25_p50_ms", "bm25_p95_ms", "term_counts_p50_ms",
                              "term_counts_p95_ms", "compact_s"])
     memory = bench_memory(quick)
