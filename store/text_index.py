@@ -33,13 +33,11 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
-from pathlib import Path
 
 import apsw
 import numpy as np
 
-from store.connect import Row, open_connection
-from store.errors import StoreError
+from store.connect import Row
 from store.vector_index import content_version
 
 K1 = 1.2
@@ -107,35 +105,28 @@ class TextIndex:
         return found
 
     def top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float], limit: int,
-            common: Collection[str] = (), *, wait: bool = False) -> tuple[list[str], list[tuple[int, float]]] | None:
+            common: Collection[str] = ()) -> tuple[list[str], list[tuple[int, float]]] | None:
         """The `limit` best rows for `words` OR-ed, as `bm25(chunk_fts, *weights)` scores them
         (lower is better; ties by rowid), and the words ranked. A word of `common` (in half the
         rows or more: FTS5 weighs it 1e-6) is left out when the others match `limit` rows, as
-        store/search.py's FTS5 path does: its postings are the longest to read.
-
-        None when FTS5 should rank this query instead: the content changed while it read, or —
-        unless `wait` — a word's postings are not held yet. Reading them costs more than FTS5's
-        ranking of one query, so they are read in the background (`_Reader`) and the next
-        question with that word finds them held."""
+        store/search.py's FTS5 path does: its postings are the longest to read. None when the
+        content changed while it read: FTS5 ranks."""
         try:
-            return self._top(conn, words, weights, limit, common, wait)
-        except _NotHeld as missing:
-            _reader.request(conn.filename, self, missing.phrases)
-            return None
+            return self._top(conn, words, weights, limit, common)
         except _Stale:
             return None
 
     def _top(self, conn: apsw.Connection, words: Sequence[str], weights: Sequence[float], limit: int,
-             common: Collection[str], wait: bool) -> tuple[list[str], list[tuple[int, float]]]:
+             common: Collection[str]) -> tuple[list[str], list[tuple[int, float]]]:
         count = len(self.ids)
         column_weights = np.asarray(weights, dtype=np.float64)
         rows_of: list[np.ndarray] = []
         gains: list[np.ndarray] = []
         ranked = [w for w in words if w not in common] or list(words)
-        self._score(conn, ranked, column_weights, rows_of, gains, wait)
+        self._score(conn, ranked, column_weights, rows_of, gains)
         if len(ranked) < len(words) and (not rows_of or len(np.unique(np.concatenate(rows_of))) < limit):
             ranked, rows_of, gains = list(words), [], []  # too few without them: every word ranks
-            self._score(conn, ranked, column_weights, rows_of, gains, wait)
+            self._score(conn, ranked, column_weights, rows_of, gains)
         if not rows_of:
             return ranked, []
         score = np.bincount(np.concatenate(rows_of), weights=np.concatenate(gains), minlength=count)
@@ -147,15 +138,13 @@ class TextIndex:
         return ranked, [(int(self.ids[i]), -float(score[i])) for i in order]
 
     def _score(self, conn: apsw.Connection, words: Sequence[str], column_weights: np.ndarray,
-               rows_of: list[np.ndarray], gains: list[np.ndarray], wait: bool) -> None:
-        """Each word's rows and what it adds to their score (FTS5's BM25 term). Raises _NotHeld
-        with the phrases whose postings are not held, unless `wait` (then they are read now)."""
+               rows_of: list[np.ndarray], gains: list[np.ndarray]) -> None:
+        """Each word's rows and what it adds to their score (FTS5's BM25 term)."""
         count = len(self.ids)
-        phrases = [t for t in (self.tokens(conn, w) for w in words) if t]
-        missing = [t for t in dict.fromkeys(phrases) if t not in self.postings]
-        if missing and not wait:
-            raise _NotHeld(missing)
-        for tokens in phrases:
+        for word in words:
+            tokens = self.tokens(conn, word)
+            if not tokens:
+                continue
             rows, hits = self.phrase(conn, tokens)
             if not len(rows):
                 continue
@@ -195,14 +184,6 @@ def _ensure_vocab(conn: apsw.Connection) -> None:
 
 class _Stale(Exception):
     """The tenant's content changed while the index read it."""
-
-
-class _NotHeld(Exception):
-    """A query's phrases whose postings are not held yet."""
-
-    def __init__(self, phrases: list[tuple[str, ...]]) -> None:
-        super().__init__(phrases)
-        self.phrases = phrases
 
 
 def _build(conn: apsw.Connection, generation: str) -> TextIndex | None:
@@ -296,70 +277,6 @@ def _make_room() -> None:
     while _cache and held > _budget_rows:
         _, entry = _cache.popitem(last=False)
         held -= len(entry.index.ids) + entry.index.held if entry.index is not None else 0
-
-
-class _Reader:
-    """One background thread per process that reads the postings questions asked for and did not
-    find held, on its own read connection to the tenant's file (opened per batch: a deleted or
-    replaced file is let go at once)."""
-
-    def __init__(self) -> None:
-        self._wanted: OrderedDict[tuple[str, int], tuple[TextIndex, list[tuple[str, ...]]]] = OrderedDict()
-        self._idle = threading.Condition(_lock)
-        self._busy = False
-        self._thread: threading.Thread | None = None
-        self.requested = 0  # phrases asked for, ever: a question ranked in memory asks for none
-
-    def request(self, filename: str, index: TextIndex, phrases: list[tuple[str, ...]]) -> None:
-        with _lock:
-            key = (filename, id(index))
-            _, wanted = self._wanted.setdefault(key, (index, []))
-            wanted.extend(p for p in phrases if p not in wanted)
-            self.requested += len(phrases)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="frontdesk-text-index", daemon=True)
-                self._thread.start()
-            self._idle.notify_all()
-
-    def wait_idle(self, timeout: float = 30.0) -> bool:
-        """Until every requested phrase is read (tests, benchmarks); False on timeout."""
-        with _lock:
-            return self._idle.wait_for(lambda: not self._wanted and not self._busy, timeout)
-
-    def _run(self) -> None:
-        while True:
-            with _lock:
-                if not self._idle.wait_for(lambda: bool(self._wanted), timeout=60.0):
-                    self._thread = None
-                    return  # idle for a minute: the next request starts another
-                (filename, _), (index, phrases) = self._wanted.popitem(last=False)
-                self._busy = True
-            try:
-                conn = open_connection(Path(filename), readonly=True)
-                try:
-                    for tokens in phrases:
-                        index.phrase(conn, tokens)
-                finally:
-                    conn.close()
-            except (_Stale, apsw.Error, StoreError):
-                pass  # the content changed or the file went: the next question asks again
-            finally:
-                with _lock:
-                    self._busy = False
-                    self._idle.notify_all()
-
-
-_reader = _Reader()
-
-
-def wait_idle(timeout: float = 30.0) -> bool:
-    """Until the background reader has read every phrase asked for (tests, benchmarks)."""
-    return _reader.wait_idle(timeout)
-
-
-def phrases_requested() -> int:
-    """Phrases this process's questions asked the background reader for, so far."""
-    return _reader.requested
 
 
 def index_for(conn: apsw.Connection) -> TextIndex | None:

@@ -48,39 +48,13 @@ def test_in_memory_bm25_ranks_as_fts5_does(pypug_ctx, weights):
         words = fts_terms(question)
         for limit in (5, 60):
             expected = fts5_ranking(conn, words, weights, limit)
-            found = index.top(conn, words, weights, limit, wait=True)
+            found = index.top(conn, words, weights, limit)
             assert found is not None and found[0] == words
             assert same_ranking(expected, found[1]), (question, limit, expected[:3], found[1][:3])
     # and bm25_candidates serves exactly that
     params = FusionParams(title_weight=weights[0], heading_weight=weights[1])
-    _, rows = held_candidates(conn, "how do I write my pyproject.toml", 60, params)
+    _, rows = bm25_candidates(conn, "how do I write my pyproject.toml", 60, None, params)
     assert same_ranking(fts5_ranking(conn, fts_terms("how do I write my pyproject.toml"), weights, 60), rows)
-
-
-def held_candidates(conn, text: str, limit: int, params: FusionParams = DEFAULT_FUSION):
-    """bm25_candidates once the words' postings are held: a call that finds one not held has FTS5
-    rank and asks the background reader for it (a common word only once the others proved too
-    few: a second round); then the query is ranked in memory, asking for nothing."""
-    for _ in range(3):
-        requested = text_index.phrases_requested()
-        found = bm25_candidates(conn, text, limit, None, params)
-        if text_index.phrases_requested() == requested:
-            return found
-        assert text_index.wait_idle()
-    raise AssertionError(f"{text!r} still asks for postings after three rounds")
-
-
-def test_a_question_with_a_word_not_held_yet_is_ranked_by_fts5_while_its_postings_are_read(pypug_ctx):
-    conn = pypug_ctx.tenant("pypug").reader()
-    text_index.forget()
-    assert text_index.index_for(conn) is not None
-    first = bm25_candidates(conn, "upload to test pypi with twine", 10, None)
-    index = text_index.index_for(conn)
-    assert index is not None and text_index.wait_idle()
-    assert all(index.tokens(conn, w) in index.postings for w in ("upload", "test", "pypi", "twine"))
-    held = bm25_candidates(conn, "upload to test pypi with twine", 10, None)
-    assert {r for r, _ in first[1]} == {r for r, _ in held[1]}
-    assert max(abs(a - b) for (_, a), (_, b) in zip(sorted(first[1]), sorted(held[1]), strict=True)) < 1e-5
 
 
 def _page(n: int, text: str) -> Document:
@@ -113,7 +87,7 @@ def test_a_page_written_after_the_index_was_built_is_found_at_once(deli, monkeyp
     monkeypatch.setattr(text_index, "REBUILD_INTERVAL_S", 0.0)
     rebuilt = text_index.index_for(conn)
     assert rebuilt is not None and rebuilt is not built
-    assert same_ranking(found, held_candidates(conn, "zucchini fritters", 5)[1])
+    assert same_ranking(found, bm25_candidates(conn, "zucchini fritters", 5, None)[1])
 
 
 def test_postings_read_after_a_write_are_not_kept_for_the_older_content(deli):
@@ -124,7 +98,7 @@ def test_postings_read_after_a_write_are_not_kept_for_the_older_content(deli):
     index = text_index.index_for(conn)
     assert index is not None
     indexer.index(_page(9, "Our zucchini fritters come with a lemon dip."))
-    assert index.top(conn, ["zucchini"], (3.0, 2.0, 1.0), 5, wait=True) is None
+    assert index.top(conn, ["zucchini"], (3.0, 2.0, 1.0), 5) is None
     assert not any("zucchini" in tokens[0] for tokens in index.postings)
 
 
@@ -135,7 +109,7 @@ def test_the_memory_budget_bounds_what_is_held(deli):
     try:
         text_index.configure(1)
         for word in words:
-            held_candidates(conn, word, 5)
+            bm25_candidates(conn, word, 5, None)
         assert text_index.held_rows() * text_index.ROW_BYTES <= 1024 * 1024
         index = text_index.index_for(conn)
         assert index is not None and len(index.postings) == len(words)
@@ -164,14 +138,14 @@ def test_a_word_in_half_the_rows_is_left_out_only_when_the_others_fill_the_candi
                 + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
     conn = tenant.reader()
     try:
-        query, rows = held_candidates(conn, "lemon or walnut cake in a tin", 6)
+        query, rows = bm25_candidates(conn, "lemon or walnut cake in a tin", 6, None)
         assert query == '"lemon" OR "walnut" OR "tin"'
         index = text_index.index_for(conn)
         assert index is not None and ("cake",) not in index.postings
         expected = fts5_ranking(conn, ["lemon", "walnut", "cake", "tin"], DEFAULT_WEIGHTS, 6)
         assert {r for r, _ in rows} == {r for r, _ in expected}
         assert max(abs(a - b) for (_, a), (_, b) in zip(sorted(rows), sorted(expected), strict=True)) < 1e-5
-        query, rows = held_candidates(conn, "ginger cake", 10)  # 4 ginger rows: "cake" ranks too
+        query, rows = bm25_candidates(conn, "ginger cake", 10, None)  # 4 ginger rows: "cake" ranks too
         assert query == '"ginger" OR "cake"'
         assert same_ranking(fts5_ranking(conn, ["ginger", "cake"], DEFAULT_WEIGHTS, 10), rows)
     finally:

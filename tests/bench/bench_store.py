@@ -122,8 +122,8 @@ def bench_search(quick: bool) -> list[dict]:
             conn = registry.get("bench").reader()
             for mode in ("hybrid", "bm25", "dense"):
                 # End to end as the app does it: embed the query, then vec + FTS + fuse. Each mode
-                # starts with no postings held (store/text_index.py): in its first pass FTS5 ranks
-                # while the words' postings are read in the background, the later ones find them held.
+                # starts with no postings held (store/text_index.py): its first pass reads every
+                # word's for the first time, the later ones find them held.
                 text_index.forget()
                 samples = []
                 for _ in range(2 if quick else 5):
@@ -444,8 +444,7 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
                 embedding, ["model", "threads", "chunks", "mean_tokens", "chunks_per_s", "query_p50_ms", "query_p95_ms"])
     searching = bench_search(quick)
     print_table("Search latency, end to end (query embedding + dense side + BM25 + fusion), k=10; first pass: "
-                "words new to the process, ranked by FTS5 while their postings are read in the background "
-                "(store/text_index.py); later: held, ranked in memory",
+                "every word's postings read for the first time (store/text_index.py), later: held",
                 searching, ["chunks", "mode", "p50_ms", "p95_ms", "first_pass_p95_ms", "later_p95_ms",
                             "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
     compaction = bench_compaction(quick)
