@@ -37,7 +37,7 @@ from collections.abc import Collection, Sequence
 import apsw
 import numpy as np
 
-from store.connect import Row
+from store.connect import Row, all_rows, one_row
 from store.vector_index import content_version
 
 K1 = 1.2
@@ -79,7 +79,9 @@ class TextIndex:
         if found is None:
             name, args = self.tokenizer
             tokenize = conn.fts5_tokenizer(name, args)
-            found = tuple(t[2] for t in tokenize(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None))
+            # A token comes as (start, end, token, *colocated) (or the token alone, by apsw's types).
+            found = tuple(item if isinstance(item, str) else str(tuple(item)[2])
+                          for item in tokenize(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None))
             if len(self.words) >= MAX_WORDS:
                 self.words.clear()
             self.words[word] = found
@@ -161,9 +163,9 @@ def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...
     # C, numpy parses it; a row object per place would take three times as long.
     keys: np.ndarray | None = None
     for step, token in enumerate(tokens):
-        (packed,) = conn.execute(
+        (packed,) = one_row(conn.execute(
             f"SELECT group_concat((doc << 32) | ({_COLUMN_NUMBER} << 28) | offset) FROM {_VOCAB} WHERE term = ?",
-            (token,)).fetchone()
+            (token,)))
         places = np.fromstring(packed, dtype=np.int64, sep=",") if packed else np.zeros(0, dtype=np.int64)
         # A phrase: the first token's places followed by the second's, the third's…
         keys = places if keys is None else keys[np.isin(keys + step, places)]
@@ -187,8 +189,8 @@ class _Stale(Exception):
 
 
 def _build(conn: apsw.Connection, generation: str) -> TextIndex | None:
-    sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_fts'").fetchall()
-    spec = _TOKENIZE.search(sql[0][0]) if sql else None
+    sql = all_rows(conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunk_fts'"))
+    spec = _TOKENIZE.search(str(sql[0][0])) if sql else None
     if spec is None:
         return None
     name, *args = spec.group(1).split()
@@ -203,8 +205,8 @@ def _build(conn: apsw.Connection, generation: str) -> TextIndex | None:
     if ids[-1] >= MAX_ROWID:
         return None
     lengths = np.fromiter((_total_size(r[1]) for r in rows), dtype=np.float64, count=len(rows))
-    averages = conn.execute("SELECT block FROM chunk_fts_data WHERE id = 1").fetchall()
-    total = sum(_varints(averages[0][0])[1:]) if averages else 0
+    averages = all_rows(conn.execute("SELECT block FROM chunk_fts_data WHERE id = 1"))
+    total = sum(_varints(bytes(averages[0][0]))[1:]) if averages else 0
     avgdl = total / len(ids) if total else float(lengths.mean())
     if content_version(conn) != generation:
         return None  # written to while read: the next question builds it
@@ -213,7 +215,8 @@ def _build(conn: apsw.Connection, generation: str) -> TextIndex | None:
 
 def _varints(blob: bytes) -> list[int]:
     """FTS5's varints (SQLite's: big-endian, 7 bits a byte, the 9th byte whole)."""
-    values, value, length = [], 0, 0
+    values: list[int] = []
+    value = length = 0
     for byte in blob:
         if length == 8:
             values.append((value << 8) | byte)
