@@ -146,6 +146,20 @@ def small_tenants(ctx):
     return ctx, made
 
 
+def cake_shop(ctx):
+    """24 one-chunk pages: "cake" in every one, six flavours, "tin" in every third."""
+    tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
+    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
+    flavours = ["lemon", "cherry", "walnut", "ginger", "hazelnut", "apricot"]
+    for n in range(24):
+        indexer.index(Document(
+            url=f"https://shop.test/cake{n}", canonical_url=f"https://shop.test/cake{n}", title=f"Cake {n}",
+            lang="en", sections=[Section(heading_path=(f"Cake {n}",), text=(
+                f"Our {flavours[n % 6]} cake number {n} is baked daily. " + "Cake " * (n % 4)
+                + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
+    return tenant
+
+
 @pytest.fixture
 def fts5_ranks():
     """No text index held: FTS5 ranks (the in-memory ranking is tests/test_text_index.py's)."""
@@ -157,16 +171,7 @@ def fts5_ranks():
 def test_a_term_in_half_the_chunks_is_left_out_of_the_lexical_query_without_changing_its_candidates(ctx, fts5_ranks):
     """FTS5 weighs a term in at least half the chunks 1e-6: the lexical side leaves it out when the
     other terms fill the candidates, with the same candidates and scores within 1e-5."""
-    tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
-    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
-    flavours = ["lemon", "cherry", "walnut", "ginger", "hazelnut", "apricot"]
-    for n in range(24):
-        flavour = flavours[n % len(flavours)]
-        indexer.index(Document(
-            url=f"https://shop.test/cake{n}", canonical_url=f"https://shop.test/cake{n}", title=f"Cake {n}",
-            lang="en", sections=[Section(heading_path=(f"Cake {n}",), text=(
-                f"Our {flavour} cake number {n} is baked daily. " + "Cake " * (n % 4)
-                + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
+    tenant = cake_shop(ctx)
 
     def full(text: str, limit: int) -> list[tuple[int, float]]:
         return tenant.reader().execute(

@@ -10,7 +10,7 @@ from ingest.document import Document, Section
 from ingest.indexer import PageIndexer
 from store import text_index
 from store.search import DEFAULT_FUSION, FusionParams, bm25_candidates, fts_terms
-from tests.test_search import PYPUG_QUESTIONS
+from tests.test_search import PYPUG_QUESTIONS, cake_shop
 
 DEFAULT_WEIGHTS = (DEFAULT_FUSION.title_weight, DEFAULT_FUSION.heading_weight, 1.0)
 
@@ -63,7 +63,7 @@ def _page(n: int, text: str) -> Document:
 
 
 @pytest.fixture
-def deli(ctx, monkeypatch):
+def deli(ctx):
     tenant, _ = ctx.create_tenant("deli", "https://deli.test/")
     indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
     for n, food in enumerate(["pastrami on rye with mustard", "bagel with lox and capers", "knish and borscht"]):
@@ -127,16 +127,7 @@ def test_the_memory_budget_bounds_what_is_held(deli):
 def test_a_word_in_half_the_rows_is_left_out_only_when_the_others_fill_the_candidates(ctx):
     """As on FTS5's path: "cake" (every row) is not read when "lemon", "walnut" and "tin" match
     enough rows, and is when they do not; the candidates are FTS5's full ranking's either way."""
-    tenant, _ = ctx.create_tenant("shop", "https://shop.test/")
-    indexer = PageIndexer(tenant, ctx.tenant_embedder(tenant))
-    flavours = ["lemon", "cherry", "walnut", "ginger", "hazelnut", "apricot"]
-    for n in range(24):
-        indexer.index(Document(
-            url=f"https://shop.test/cake{n}", canonical_url=f"https://shop.test/cake{n}", title=f"Cake {n}",
-            lang="en", sections=[Section(heading_path=(f"Cake {n}",), text=(
-                f"Our {flavours[n % 6]} cake number {n} is baked daily. " + "Cake " * (n % 4)
-                + ("It travels well in a tin." if n % 3 == 0 else "Slices keep for two days."))[:400])]))
-    conn = tenant.reader()
+    conn = cake_shop(ctx).reader()
     try:
         query, rows = bm25_candidates(conn, "lemon or walnut cake in a tin", 6, None)
         assert query == '"lemon" OR "walnut" OR "tin"'
