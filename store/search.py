@@ -236,13 +236,6 @@ def compact_text_index(conn: apsw.Connection, most_segments: int = TEXT_INDEX_SE
     return True
 
 
-def warm_text_index(conn: apsw.Connection) -> int:
-    """Build the tenant's in-memory text index and read ahead its most frequent words' postings
-    (store/text_index.py `warm`), so a new process's first questions do not read them. Returns the
-    rows read (0 when the text index is off or FTS5 ranks for this tenant)."""
-    return text_index.warm(conn)
-
-
 def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """Whether `block` (its first `max_words` words, as a phrase) occurs in at least `min_chunks`
     chunks: site boilerplate such as a translation notice at the top of every page."""

@@ -51,13 +51,8 @@ ROW_BYTES = 16
 MAX_WORDS = 20_000
 #: Tenants whose index is kept per process; least recently used out first.
 MAX_TENANTS = 16
-#: Share of the memory budget `warm` may fill with postings read before any question asks for them.
-WARM_SHARE = 0.25
-#: A token found fewer times than this is left to the question that asks for it (under ~0.2 ms).
-WARM_MIN_PLACES = 512
 _COLUMNS = ("title", "heading", "text")
 _VOCAB = "temp.frontdesk_fts_instances"
-_VOCAB_ROWS = "temp.frontdesk_fts_rows"
 _COLUMN_NUMBER = "(CASE col " + " ".join(f"WHEN '{name}' THEN {i}" for i, name in enumerate(_COLUMNS)) + " END)"
 #: Row ids at or above this do not fit the packed places (row << 32 in 63 bits): FTS5 ranks.
 MAX_ROWID = 1 << 30
@@ -313,31 +308,6 @@ def index_for(conn: apsw.Connection) -> TextIndex | None:
             _cache.popitem(last=False)
         _make_room()
     return index
-
-
-def warm(conn: apsw.Connection) -> int:
-    """Read ahead the postings a question would take longest to read the first time: the tenant's
-    tokens found most often (at least WARM_MIN_PLACES times, in under half the rows), most first,
-    while they fit in WARM_SHARE of the budget and what it leaves free. Off the request path (at
-    start, after a crawl), so the first questions do not pay ~0.4 µs a place. Returns the rows read."""
-    index = index_for(conn)
-    if index is None:
-        return 0
-    with _lock:
-        room = min(int(_budget_rows * WARM_SHARE), _budget_rows - held_rows())
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB_ROWS} USING fts5vocab(main, chunk_fts, row)")
-    read = 0
-    try:
-        for term, rows in all_rows(conn.execute(
-                f"SELECT term, doc FROM {_VOCAB_ROWS} WHERE cnt >= ? AND doc < ? ORDER BY cnt DESC",
-                (WARM_MIN_PLACES, len(index.ids) / 2))):
-            if read + int(rows) > room:
-                break
-            index.phrase(conn, (str(term),))
-            read += int(rows)
-    except _Stale:
-        pass  # written to meanwhile: the next generation's questions read their own
-    return read
 
 
 def forget() -> None:

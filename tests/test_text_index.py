@@ -141,35 +141,3 @@ def test_a_word_in_half_the_rows_is_left_out_only_when_the_others_fill_the_candi
         assert same_ranking(fts5_ranking(conn, ["ginger", "cake"], DEFAULT_WEIGHTS, 10), rows)
     finally:
         text_index.forget()
-
-
-def test_warming_reads_the_most_frequent_words_ahead_within_its_share(pypug_ctx, monkeypatch):
-    """`warm` (called at start and after a crawl) holds the postings of the words found most often
-    and below half the rows, most first, within WARM_SHARE of the budget; a question on them then
-    reads nothing and ranks as FTS5 does."""
-    conn = pypug_ctx.tenant("pypug").reader()
-    text_index.forget()
-    read = text_index.warm(conn)
-    index = text_index.index_for(conn)
-    assert index is not None and read > 0 and read == index.held
-    counts = {str(term): (int(doc), int(cnt)) for term, doc, cnt in conn.execute(
-        "SELECT term, doc, cnt FROM temp.frontdesk_fts_rows")}
-    held = {tokens[0] for tokens in index.postings}
-    assert all(counts[t][1] >= text_index.WARM_MIN_PLACES and counts[t][0] < len(index.ids) / 2 for t in held)
-    rarest_held = min(counts[t][1] for t in held)
-    left = [t for t, (doc, cnt) in counts.items() if t not in held and cnt > rarest_held and doc < len(index.ids) / 2]
-    assert not left, left[:5]  # nothing more frequent was skipped (the budget here holds them all)
-    word = max(held, key=lambda t: counts[t][1])
-    monkeypatch.setattr(text_index, "_read_phrase", lambda *a: pytest.fail("read a warmed word again"))
-    found = index.top(conn, [word], DEFAULT_WEIGHTS, 10)
-    assert found is not None and same_ranking(fts5_ranking(conn, [word], DEFAULT_WEIGHTS, 10), found[1])
-    monkeypatch.undo()
-    # A small budget: warming takes at most its share of it.
-    try:
-        text_index.configure((len(index.ids) + 4 * text_index.WARM_MIN_PLACES) * text_index.ROW_BYTES / 2**20)
-        text_index.forget()
-        read = text_index.warm(conn)
-        assert read <= text_index.WARM_SHARE * text_index._budget_rows
-    finally:
-        text_index.configure(64)
-        text_index.forget()
