@@ -204,6 +204,8 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
 
 def _table_rows(block: str) -> list[tuple[str, str]] | None:
     """A table block ("h1 | h2" header line, then rows) as (row as read, header) pairs."""
+    if " | " not in block:  # most blocks: no cell separator, no table (and no list of lines to make)
+        return None
     lines = [line for line in block.split("\n") if line.strip()]
     if len(lines) < 2 or sum(" | " in line for line in lines) < len(lines) - 1:
         return None
