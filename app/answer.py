@@ -74,11 +74,6 @@ STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
-LEAD_CHARS = 280
-"""How much of the lead unit (up to 400 characters) is embedded when its similarity decides
-whether to answer: an embedding's cost grows with its tokens (~5 ms at 8 words, ~19 ms at 100 on
-two cores). On the 592 calibration and never-fitted items, cutting at 280 changed no verdict
-(at 200: 2; at 120: 5); the lead is embedded for about one question in ten."""
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
     "es": "No he encontrado eso en este sitio. Estas páginas pueden ayudar:",
@@ -306,7 +301,7 @@ class Answerer:
             if sentence_similarity is None and verdict_without_sentence(
                     confidence, lexical, settings.min_answerability) is None:
                 # One short embedding: the sentence the answer would lead with, against the question.
-                sentence_similarity = float(embedder.embed([selection.lead[:LEAD_CHARS]])[0] @ vector)
+                sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
             signals = answerability(confidence, coverage.share, sentence_similarity, lexical,
                                     threshold=settings.min_answerability)
             refused = "no sentence answers the question" if signals.probability < settings.min_answerability else ""

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from app.answerability import answerability, verdict_without_sentence
 from app.eval import answer_precision
-from app.extractive import is_code, row_text, select, term_weights, units_of
+from app.extractive import LEAD_CHARS, is_code, row_text, select, term_weights, units_of
 from app.followup import carried_subject, leans_on_history
 from app.prompt import Source
 from app.sources import quoted_first
@@ -39,6 +39,22 @@ COUNTS = {"sunday": 2, "sundays": 2, "open": 30, "price": 20, "sourdough": 6, "s
 def quoted(question: str, sources: list[Source], carried: str = "") -> list[tuple[int, str]]:
     selection = select(question, sources, term_weights(question, COUNTS, 100, carried=carried))
     return [(sources[q.source].n, q.text) for q in selection.quotes]
+
+
+def test_the_lead_handed_to_the_answerability_embedding_is_cut_at_lead_chars():
+    """A long lead sentence is quoted whole, but only its first LEAD_CHARS characters are embedded
+    (its cost grows with its tokens); a table row keeps its header in front."""
+    long_sentence = ("Our sourdough is proofed for forty-eight hours in the cold room before it is baked, "
+                     "which gives the crust its blistered look and the crumb its open, glossy holes; "
+                     "we shape every loaf by hand, score it with a razor, and bake it on the stone hearth "
+                     "of the old oven at a heat that the bakers check three times every single morning.")
+    assert len(long_sentence) > LEAD_CHARS
+    question = "how long is the sourdough proofed?"
+    selection = select(question, [source(1, long_sentence, title="Bread")], term_weights(question, COUNTS, 100))
+    assert selection.quotes[0].text == long_sentence
+    assert selection.lead == long_sentence[:LEAD_CHARS]
+    selection = select("what does the chowder cost?", [MENU], term_weights("chowder cost", COUNTS, 100))
+    assert selection.lead.startswith("Dish Price") and len(selection.lead) <= LEAD_CHARS
 
 
 def test_a_table_row_is_read_with_its_header():
