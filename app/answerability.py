@@ -14,14 +14,21 @@ A logistic model over those three gives the probability that the site answers; b
 tenant's `answer.min_answerability` the visitor gets the honest answer with the best links.
 It is fitted on the questions that pass the term-coverage check (app/answer.py), which refuses
 first what the site has no words for; `coverage` is kept with the signals for debugging.
+Before it, a question that names something the site never mentions (`unknown_names`: "deploy
+on Vercel", "traces in Jaeger", "the lantern festival in Taiwan") is refused whatever its
+passages' similarity: the rest of its words are the site's, which is what makes it a near miss.
 docs/eval.md ("How a question is refused") has the fit and the numbers.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Mapping
 
 import msgspec
+
+from store.search import content_terms
 
 #: Logistic weights fitted on the calibration sets' questions that pass the coverage check (185:
 #: 144 answerable, 41 not); the default threshold 0.45 (store/config.py) refuses 2.8% of all the
@@ -77,3 +84,53 @@ def _probability(confidence: float, sentence_similarity: float, lexical: float) 
     logit = BIAS + (WEIGHTS["confidence"] * confidence + WEIGHTS["sentence_similarity"] * similarity
                     + WEIGHTS["lexical"] * lexical)
     return 1.0 / (1.0 + math.exp(-logit))
+
+
+_WORD = re.compile(r"\w+")
+_OPENING = "¿¡\"'“‘«([<"
+_QUOTE_AFTER = "\"'”’»)]>"
+_CLOSING = ".,;:!?…" + _QUOTE_AFTER
+_SENTENCE_END = (".", "?", "!", ":", ";", "…", "→")
+
+
+def question_names(question: str, lang: str) -> list[str]:
+    """The words of a question that name something: an acronym ("MB", "OIDC", "S3"), a word with
+    a capital inside ("OpenTelemetry", "SessionMiddleware") or a capitalised word that does not
+    open a sentence ("Vercel", "Taiwan"; not in German, which capitalises every noun). A question
+    in capitals or in Title Case names nothing this way: its capitals say nothing."""
+    words = question.split()
+    letters = [c for c in question if c.isalpha()]
+    if not letters or sum(c.isupper() for c in letters) * 2 > len(letters):
+        return []
+    title_case = sum(w.lstrip(_OPENING)[:1].isupper() for w in words) * 5 >= len(words) * 3
+    names = []
+    opens_sentence = True
+    for word in words:
+        core = word.lstrip(_OPENING).rstrip(_CLOSING)
+        first, opens_sentence = opens_sentence, word.rstrip(_QUOTE_AFTER).endswith(_SENTENCE_END) or word == "→"
+        if len(core) < 2 or not core[0].isalnum() or not any(c.isalpha() for c in core):
+            continue
+        lower = any(c.islower() for c in core)
+        acronym = not lower and any(c.isupper() for c in core)
+        inner_capital = lower and any(c.isupper() for c in core[1:])
+        capitalised = core[0].isupper() and not first and not title_case and lang != "de"
+        if acronym or inner_capital or capitalised:
+            names.append(core)
+    return names
+
+
+def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, known: str = "") -> list[str]:
+    """The names in `question` (`question_names`) that the site never uses: no chunk has any word
+    of the name (`document_counts`, by the question's content words, stemmed like the index) and
+    neither does `known` (the visitor's page when it is not indexed yet)."""
+    names = question_names(question, lang)
+    if not names:
+        return []
+    on_page = {w.lower() for w in _WORD.findall(known)}
+    found = []
+    for name in names:
+        terms = content_terms(name)
+        # A word not counted (a long question's words beyond the ones looked up) is not unknown.
+        if terms and all(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
+            found.append(name)
+    return found

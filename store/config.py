@@ -93,6 +93,10 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """The probability (0..1) that the site answers the question below which the visitor gets the
     honest 'not found' answer: read from the best passage's confidence and how well the sentence
     the answer would lead with addresses the question (app/answerability.py; 0 turns it off)."""
+    refuse_unknown_names: bool = True
+    """Give the honest 'not found' answer to a question that names something the site never
+    mentions (an acronym, a product, a place: "deploy on Vercel", "the festival in Taiwan"),
+    however similar its passages look (app/answerability.py `unknown_names`)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5

@@ -271,6 +271,30 @@ def test_coverage_check_refuses_what_similarity_alone_would_answer(fastapi_ctx):
         tenant.set_config(config)
 
 
+@pytest.mark.slow
+def test_a_question_that_names_what_the_site_never_mentions_is_refused(fastapi_ctx):
+    """Every other word of "…serverless functions on Vercel?" is the FastAPI docs' own and its best
+    passage a strong match (the deployment guide): only the name the site never uses refuses it."""
+    import msgspec
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.metrics import Metrics
+
+    tenant = fastapi_ctx.tenant("fastapi")
+    answerer = Answerer(fastapi_ctx, None, AnswerCache(8), Metrics())
+    config = tenant.config()
+    question = "How do I run my FastAPI app as serverless functions on Vercel?"
+    found = answerer.retrieve(tenant, question, None, "en", None)
+    assert not found.answered and found.refused == "the site never mentions Vercel"
+    try:
+        tenant.set_config(msgspec.structs.replace(config, answer=msgspec.structs.replace(
+            config.answer, refuse_unknown_names=False)))
+        assert answerer.retrieve(tenant, question, None, "en", None).answered
+    finally:
+        tenant.set_config(config)
+
+
 @pytest.fixture(scope="module")
 def demo_ctx(tmp_path_factory):
     """The Harbor & Pine sample site (en + es), crawled for real as the quickstart does."""

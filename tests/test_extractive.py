@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.answerability import answerability, verdict_without_sentence
+from app.answerability import answerability, question_names, unknown_names, verdict_without_sentence
 from app.eval import answer_precision
 from app.extractive import LEAD_CHARS, is_code, row_text, select, term_weights, units_of
 from app.followup import carried_subject, leans_on_history
@@ -269,3 +269,30 @@ def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_t
     assert quotes[0].text.startswith("You can define background tasks"), quotes
     code = [q.text for q in quotes if q.kind == "code"]
     assert len(code) == 1 and "background_tasks: BackgroundTasks" in code[0], quotes
+
+
+@pytest.mark.parametrize("question, lang, names", [
+    ("How do I deploy my FastAPI app as serverless functions on Vercel?", "en", ["FastAPI", "Vercel"]),
+    ("what's the largest upload in MB you accept?", "en", ["MB"]),
+    ("¿Puedo exportar la documentación a un archivo PDF?", "es", ["PDF"]),  # "¿Puedo" opens the sentence
+    ("Is it open then? Tuesday works best.", "en", []),  # each sentence's first word is no name
+    ("Do you ship to Toronto (Canada)?", "en", ["Toronto", "Canada"]),
+    ("Wie binde ich einen Gruppenchat mit Socket.IO ein?", "de", ["Socket.IO"]),  # German capitalises nouns
+    ("DO YOU DELIVER ON SUNDAYS", "en", []),  # capitals throughout say nothing
+    ("How Do I Upload My Package To Test Index", "en", []),  # nor does Title Case
+    ("how do i upload my package", "en", []),
+])
+def test_the_names_a_question_uses(question, lang, names):
+    assert question_names(question, lang) == names
+
+
+def test_a_name_is_unknown_only_when_no_chunk_and_not_the_visitors_page_has_it():
+    """A near miss in the site's vocabulary that names another product ("on Vercel") is refused by
+    the name, not by its other words; a name the page being read has, or a word never counted
+    (beyond the words looked up), is not unknown."""
+    question = "How do I deploy my FastAPI app as serverless functions on Vercel?"
+    counts = {"deploy": 40, "fastapi": 900, "app": 800, "serverless": 0, "functions": 30, "vercel": 0}
+    assert unknown_names(question, counts, "en") == ["Vercel"]
+    assert unknown_names(question, counts, "en", known="Deploying to Vercel takes one click.") == []
+    assert unknown_names(question, {t: n for t, n in counts.items() if t != "vercel"}, "en") == []
+    assert unknown_names(question, {**counts, "vercel": 2}, "en") == []
