@@ -91,13 +91,24 @@ _OPENING = "¿¡\"'“‘«([<"
 _QUOTE_AFTER = "\"'”’»)]>"
 _CLOSING = ".,;:!?…" + _QUOTE_AFTER
 _SENTENCE_END = (".", "?", "!", ":", ";", "…", "→")
+#: Words after which a name is the visitor's own ("my UserModel class", "a field called TotalCost"),
+#: not something the site should know about.
+_OWNED_BY_VISITOR = frozenset({
+    "my", "our", "your", "called", "named",  # en
+    "mi", "mis", "tu", "tus", "nuestro", "nuestra", "nuestros", "nuestras", "llamado", "llamada",  # es
+    "mein", "meine", "meinen", "meinem", "meiner", "unser", "unsere", "unseren", "unserem", "unserer",
+    "dein", "deine", "namens", "genannt",  # de
+    "mon", "ma", "mes", "notre", "nos", "meu", "minha", "nosso", "nossa", "mio", "mia", "miei", "nostro",
+    "nostra",  # fr, pt, it
+})
 
 
 def question_names(question: str, lang: str) -> list[str]:
     """The words of a question that name something: an acronym ("MB", "OIDC", "S3"), a word with
     a capital inside ("OpenTelemetry", "SessionMiddleware") or a capitalised word that does not
     open a sentence ("Vercel", "Taiwan"; not in German, which capitalises every noun). A question
-    in capitals or in Title Case names nothing this way: its capitals say nothing."""
+    in capitals or in Title Case names nothing this way: its capitals say nothing. Neither is a
+    name the visitor's own ("my UserModel", "a field called TotalCost") or quoted as `code`."""
     words = question.split()
     letters = [c for c in question if c.isalpha()]
     if not letters or sum(c.isupper() for c in letters) * 2 > len(letters):
@@ -105,10 +116,13 @@ def question_names(question: str, lang: str) -> list[str]:
     title_case = sum(w.lstrip(_OPENING)[:1].isupper() for w in words) * 5 >= len(words) * 3
     names = []
     opens_sentence = True
+    previous = ""
     for word in words:
         core = word.lstrip(_OPENING).rstrip(_CLOSING)
         first, opens_sentence = opens_sentence, word.rstrip(_QUOTE_AFTER).endswith(_SENTENCE_END) or word == "→"
-        if len(core) < 2 or not core[0].isalnum() or not any(c.isalpha() for c in core):
+        owned, previous = previous in _OWNED_BY_VISITOR, core.lower()
+        if (len(core) < 2 or not core[0].isalnum() or not any(c.isalpha() for c in core)
+                or owned or word.startswith("`")):
             continue
         lower = any(c.islower() for c in core)
         acronym = not lower and any(c.isupper() for c in core)
