@@ -291,10 +291,9 @@ class Answerer:
         # sentence that addresses the question; an off-topic one, a page that uses a word once.
         # The most telling reason first: words the site never uses say more than a low similarity.
         signals = None
-        names = unknown_names(question, counts, lang, known=page_text) if settings.refuse_unknown_names else []
         if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
-        elif names:
+        elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=page_text)):
             refused = "the site never mentions " + ", ".join(names)
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"

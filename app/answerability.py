@@ -23,12 +23,11 @@ docs/eval.md ("How a question is refused") has the fit and the numbers.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 
 import msgspec
 
-from store.search import content_terms
+from store.search import content_terms, words_of
 
 #: Logistic weights fitted on the calibration sets' questions that pass the coverage check (185:
 #: 144 answerable, 41 not); the default threshold 0.45 (store/config.py) refuses 2.8% of all the
@@ -86,7 +85,6 @@ def _probability(confidence: float, sentence_similarity: float, lexical: float) 
     return 1.0 / (1.0 + math.exp(-logit))
 
 
-_WORD = re.compile(r"\w+")
 _OPENING = "¿¡\"'“‘«([<"
 _QUOTE_AFTER = "\"'”’»)]>"
 _CLOSING = ".,;:!?…" + _QUOTE_AFTER
@@ -140,7 +138,7 @@ def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, 
     names = question_names(question, lang)
     if not names:
         return []
-    on_page = {w.lower() for w in _WORD.findall(known)}
+    on_page = words_of(known)
     found = []
     for name in names:
         terms = content_terms(name)

@@ -185,7 +185,7 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = Non
     if min_chunks is None:
         min_chunks = coverage_threshold(chunk_count(conn))
     terms = content_terms(text)
-    extra = {w.lower() for w in _TOKEN.findall(also_known)} if also_known else set()
+    extra = words_of(also_known)
     unknown = [t for t in terms if t not in extra
                and not _matches_at_least(conn, '"' + t.replace('"', '""') + '"', max(1, min_chunks))]
     share = 1.0 - len(unknown) / len(terms) if terms else 1.0
@@ -195,10 +195,16 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = Non
 def coverage_from_counts(text: str, counts: dict[str, int], min_chunks: int, also_known: str = "") -> TermCoverage:
     """`term_coverage` from document counts already at hand (`document_counts`): no lookups."""
     terms = content_terms(text)
-    extra = {w.lower() for w in _TOKEN.findall(also_known)} if also_known else set()
+    extra = words_of(also_known)
     unknown = [t for t in terms if t not in extra and counts.get(t, 0) < max(1, min_chunks)]
     share = 1.0 - len(unknown) / len(terms) if terms else 1.0
     return TermCoverage(terms=terms, unknown=unknown, share=share)
+
+
+def words_of(text: str) -> set[str]:
+    """The lowercased words of a text (the visitor's page, when it is not indexed yet): what a
+    question's words are looked up in besides the index."""
+    return {w.lower() for w in _TOKEN.findall(text)} if text else set()
 
 
 def document_counts(conn: apsw.Connection, terms: list[str], cap: int = 1000) -> dict[str, int]:
