@@ -114,7 +114,8 @@ def crawl_command(ctx: Context, args: argparse.Namespace) -> None:
     options = CrawlOptions(full=args.full, reparse=args.reparse, max_pages=args.max_pages, rate=args.rate,
                            urls=args.url or None)
 
-    summary = asyncio.run(crawl(tenant, embedder, options, on_progress=lambda event: show_crawl(progress, event)))
+    summary = asyncio.run(crawl(tenant, embedder, options, on_progress=lambda event: show_crawl(progress, event),
+                                page_processes=ctx.settings.page_processes))
     progress.finish()
     data = msgspec.to_builtins(summary)
     emit(args, data, " ".join(f"{k}={v}" for k, v in data.items() if k not in ("skipped", "errors", "junk"))
@@ -361,7 +362,8 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
         progress = Progress("crawl demo")
 
         summary = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(rate=0),
-                                    on_progress=lambda event: show_crawl(progress, event)))
+                                    on_progress=lambda event: show_crawl(progress, event),
+                                    page_processes=ctx.settings.page_processes))
         progress.finish()
         sys.stderr.write(f"indexed the sample site: {summary.fetched} pages fetched, {summary.skipped_unchanged} "
                          f"unchanged, {summary.chunks_embedded} chunks embedded in {summary.seconds:.1f}s\n")

@@ -115,7 +115,8 @@ def create_app(settings: Settings | None = None, *, ctx: Context | None = None) 
         state.scheduler = scheduler = SharedScheduler(state.ctx.registry, state.ctx.tenant_embedder,
                                                       metrics=state.metrics, on_change=content_changed,
                                                       periodic=False, on_finish=state.webhooks.crawl_ended,
-                                                      files=crawl_board(state.ctx))
+                                                      files=crawl_board(state.ctx),
+                                                      page_processes=settings.page_processes)
         scheduler.tick_seconds = settings.scheduler_tick_seconds
 
         async def lead() -> None:

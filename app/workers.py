@@ -160,6 +160,12 @@ def auto_workers(cpus: int | None = None, memory_mb: int | None = None) -> int:
     return max(1, min(cpus, by_memory))
 
 
+def resolve_crawl_processes(requested: int) -> int:
+    """`requested` if 0 or more, else one fewer than the usable cores, at most 2 (see
+    Settings.crawl_processes: past two, the process that fetches and writes is the limit)."""
+    return requested if requested >= 0 else max(0, min(2, usable_cpus() - 1))
+
+
 def resolve_workers(requested: int | None) -> int:
     """`requested` if positive, else the automatic choice."""
     return requested if requested is not None and requested > 0 else auto_workers()

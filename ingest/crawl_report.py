@@ -72,6 +72,10 @@ class CrawlSummary(msgspec.Struct, kw_only=True):
     render: dict[str, int] = msgspec.field(default_factory=dict)
     """JavaScript pages (crawl.render): pages by decision, browser starts and recycles, requests
     refused, the browser's peak memory in MB (ingest/render/)."""
+    page_processes: int = 0
+    """Child processes that extracted and chunked the pages (FRONTDESK_CRAWL_PROCESSES; 0: threads)."""
+    page_process_fallbacks: int = 0
+    """Pages that went to a thread because a page process had died (the rest of the crawl did too)."""
     page_limit: int = 0
     """The page limit (crawl.max_pages, or the job's own) when this crawl reached it: the site has
     more pages than it crawled (`skipped["max_pages"]` URLs found and left); 0 when not reached."""

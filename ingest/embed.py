@@ -62,6 +62,9 @@ class Embedder(abc.ABC):
     #: Languages the model was trained on: its similarities there can be trusted on their own;
     #: elsewhere (an English model reading Spanish) they run high and need lexical support.
     native_languages: frozenset[str] = frozenset()
+    #: Whether `count_tokens` needs the tokenizer alone, so a crawl's page process
+    #: (ingest/page_procs.py) can chunk pages without loading the model's weights.
+    counts_tokens_alone: bool = False
 
     @abc.abstractmethod
     def embed_batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -131,6 +134,7 @@ class OnnxMiniLM(Embedder):
     #: 27-29 chunks/s alone against 24-25 in fours and 20-21 in batches of 32 (padding is wasted
     #: work), peaking at 159 MB RSS against 270 and 580 MB (`python -m tests.bench embed`).
     batch_size = 1
+    counts_tokens_alone = True
 
     def __init__(
         self, *, int8: bool = False, cache_dir: Path | None = None, threads: int | None = None,

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from ingest.chunk import Chunk, chunk_document
+from ingest.chunk import Chunk, TokenCounter, chunk_document
 from ingest.clean import clean_document, site_contact_points
 from ingest.document import Document
 from ingest.embed import Embedder
@@ -68,6 +68,36 @@ def content_language(doc: Document) -> str:
     return detect_language(sample, default=doc.lang, min_words=15, min_prob=0.97)
 
 
+class PreparedPage(msgspec.Struct, kw_only=True):
+    """A page made ready for its write: cleaned with `clean`, its language read, chunked, hashed,
+    and its raw HTML scrubbed (`html` None: not asked for, or the hash equals `previous_hash`, so
+    nothing will be written but the validators)."""
+
+    doc: Document
+    chunks: list[Chunk]
+    content_hash: str
+    clean: CleanSettings
+    html: bytes | None = None
+    encoding: str | None = None
+
+
+def prepare_page(doc: Document, clean: CleanSettings, count_tokens: TokenCounter, target_tokens: int, *,
+                 html: bytes | None = None, encoding: str | None = None,
+                 previous_hash: str | None = None) -> PreparedPage:
+    """Everything `PageIndexer.index` does to a page before its write, as a pure function of its
+    arguments: a crawl runs it in a page process (ingest/page_procs.py)."""
+    doc = clean_document(doc, clean)
+    doc.lang = content_language(doc)
+    chunks = chunk_document(doc, count_tokens, target_tokens=target_tokens)
+    content_hash = document_hash(doc)
+    if html is not None and content_hash != previous_hash:  # the raw cache holds no more than the index
+        html, encoding = scrub_html(html, encoding, clean)
+    else:
+        html = encoding = None
+    return PreparedPage(doc=doc, chunks=chunks, content_hash=content_hash, clean=clean, html=html,
+                        encoding=encoding)
+
+
 def chunk_rows(chunks: Sequence[Chunk], vectors: Mapping[str, bytes]) -> list[ChunkRow]:
     """A page's chunks as store rows, each with its vector by chunk hash (None: the store already
     holds that text, or the chunk is written pending and embedded later)."""
@@ -116,13 +146,19 @@ class PageIndexer:
         sitemap_lastmod: str | None = None,
         http_status: int = 200,
         previous_hash: str | None = None,
+        prepared: PreparedPage | None = None,
     ) -> WriteStats:
         """Index a page. With `previous_hash` equal to the new content hash, only the validators
-        are refreshed: nothing is chunked into the file or embedded (`changed` is False)."""
+        are refreshed: nothing is chunked into the file or embedded (`changed` is False).
+        `prepared`: what `prepare_page` made of this `doc` elsewhere (a page process), used when
+        it was made with the clean settings in force now (a site contact may have been learned)."""
         self._learn_site_contacts(doc)
-        doc, chunks = self.prepare(doc)
+        if prepared is None or prepared.clean != self.clean:
+            prepared = prepare_page(doc, self.clean, self.embedder.count_tokens, self.target_tokens, html=html,
+                                    encoding=encoding, previous_hash=previous_hash)
+        doc, chunks = prepared.doc, prepared.chunks
         url = doc.canonical_url or doc.url
-        if previous_hash is not None and previous_hash == document_hash(doc):
+        if previous_hash is not None and previous_hash == prepared.content_hash:
             with self.tenant.write() as conn:
                 self.tenant.store.pages.mark_fetched(conn, url, etag=etag, last_modified=last_modified,
                                                      sitemap_lastmod=sitemap_lastmod)
@@ -132,8 +168,6 @@ class PageIndexer:
             with self.tenant.reading() as conn:
                 missing = self.tenant.store.pages.missing_hashes(conn, (c.hash for c in chunks))
             vectors = self._embed(doc, chunks, missing)
-        if html is not None:  # the raw cache holds no more than the index: scrubbed the same way
-            html, encoding = scrub_html(html, encoding, self.clean)
         page = PageWrite(
             url=doc.canonical_url or doc.url,
             fetched_url=doc.url,
@@ -145,10 +179,10 @@ class PageIndexer:
             etag=etag,
             last_modified=last_modified,
             sitemap_lastmod=sitemap_lastmod,
-            content_hash=document_hash(doc),
+            content_hash=prepared.content_hash,
             http_status=http_status,
-            html=html,
-            encoding=encoding,
+            html=prepared.html,
+            encoding=prepared.encoding,
             chunks=chunk_rows(chunks, vectors),
             facts=[msgspec.to_builtins(f) for f in doc.facts],
             forms=[msgspec.to_builtins(f) for f in doc.forms],

@@ -44,6 +44,7 @@ from ingest.extract import extract
 from ingest.facts.read import load_extruct
 from ingest.indexer import PageIndexer
 from ingest.manifest import refresh_manifests
+from ingest.page_procs import PageProcesses
 from ingest.render import RenderStage
 from store.config import SiteConfig
 from store.errors import FetchError, FrontdeskError, StoreError
@@ -80,9 +81,11 @@ class _Job:
     """Mutable state of one running crawl, shared by its workers."""
 
     def __init__(self, tenant: Tenant, indexer: PageIndexer, config: SiteConfig, job_id: str,
-                 on_progress: ProgressCallback | None, cancel: asyncio.Event) -> None:
+                 on_progress: ProgressCallback | None, cancel: asyncio.Event,
+                 pages: PageProcesses | None = None) -> None:
         self.tenant = tenant
         self.indexer = indexer
+        self.pages = pages or PageProcesses(0, "")
         self.config = config
         self.summary = CrawlSummary()
         self.progress = CrawlProgress(job=job_id)
@@ -135,8 +138,13 @@ class _Job:
         self.emit(self.progress.url)
 
     async def index(self, doc, **kwargs) -> None:
+        # Made ready in a page process while other pages are written (ingest/page_procs.py);
+        # without one, in the write's thread.
+        prepared = await self.pages.prepare(doc, self.indexer.clean, self.indexer.target_tokens,
+                                            html=kwargs.get("html"), encoding=kwargs.get("encoding"),
+                                            previous_hash=kwargs.get("previous_hash"))
         async with self.index_lock:  # one writer at a time (the vectors come later: embed_stage.py)
-            stats = await anyio.to_thread.run_sync(lambda: self.indexer.index(doc, **kwargs))
+            stats = await anyio.to_thread.run_sync(lambda: self.indexer.index(doc, prepared=prepared, **kwargs))
         if not stats.changed and kwargs.get("previous_hash"):
             self.summary.skipped_unchanged += 1  # fetched, but the content hash says: same page
             return
@@ -249,9 +257,8 @@ async def _take_page(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, 
         job.fail(url, exc.reason, exc.message)
         return
     body, encoding = (page.html, page.encoding) if page is not None else (result.body, result.encoding)
-    doc = page.doc if page is not None else await anyio.to_thread.run_sync(
-        lambda: extract(result.body, result.final_url, headers=result.headers, encoding=result.encoding)
-    )
+    doc = page.doc if page is not None else await job.pages.extract(result.body, result.final_url,
+                                                                     result.headers, result.encoding)
     identity = _identity(doc.canonical_url, result.final_url, fetcher)
     doc.canonical_url = identity
     if doc.actions_manifest:
@@ -334,8 +341,11 @@ async def _remove_vanished(job: _Job, sitemap_loaded: bool) -> None:
 
 async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None = None, *,
                 job_id: str = "", on_progress: ProgressCallback | None = None,
-                cancel: asyncio.Event | None = None) -> CrawlSummary:
-    """Run one crawl of a tenant's site and return its summary. Never raises for a bad page."""
+                cancel: asyncio.Event | None = None, page_processes: int = 0) -> CrawlSummary:
+    """Run one crawl of a tenant's site and return its summary. Never raises for a bad page.
+    `page_processes`: child processes that extract and chunk pages beside this one
+    (ingest/page_procs.py); 0 does it in threads here. A model that needs its weights to count
+    tokens always does it here."""
     options = options or CrawlOptions()
     config = await anyio.to_thread.run_sync(tenant.config)
     await anyio.to_thread.run_sync(load_extruct)
@@ -346,8 +356,9 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         crawl_settings = msgspec.structs.replace(crawl_settings, rate=options.rate)
     config = msgspec.structs.replace(config, crawl=crawl_settings)
     job_id = job_id or uuid.uuid4().hex[:12]
+    processes = page_processes if embedder.counts_tokens_alone and not options.reparse else 0
     job = _Job(tenant, PageIndexer(tenant, embedder, config.clean, defer_vectors=True), config, job_id,
-               on_progress, cancel or asyncio.Event())
+               on_progress, cancel or asyncio.Event(), PageProcesses(processes, embedder.id))
     kind = "reparse" if options.reparse else "refresh" if options.urls else "full" if options.full else "delta"
     run_id = await anyio.to_thread.run_sync(_start_run, tenant, kind)
     trace = {"trace_id": job_id, "tenant": tenant.id, "kind": kind}
@@ -375,6 +386,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
                 await _crawl_site(job, config, options)
         finally:
             fetching_done.set()
+            job.pages.close()  # its memory back before the embedding stage has the cores to itself
         job.summary.searchable_s = round(time.monotonic() - job.started, 3)
         if not job.cancel.is_set():
             job.progress.phase = "embedding"
@@ -405,6 +417,7 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         job.summary.skipped = dict(job.skipped)
         job.summary.page_limit = config.crawl.max_pages if job.skipped.get("max_pages") else 0
         job.summary.render = job.render.summary() if job.render is not None else {}
+        job.summary.page_processes, job.summary.page_process_fallbacks = job.pages.processes, job.pages.fallbacks
         job.summary.errors = dict(Counter(reason for _, reason, _ in job.errors))
         job.summary.junk = job.junk.counts()
         job.summary.skipped_junk = sum(job.summary.junk.values())

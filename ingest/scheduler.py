@@ -57,9 +57,11 @@ class Scheduler:
     def __init__(self, registry: Registry, embedder_for: Callable[[Tenant], Embedder], *,
                  metrics=None, on_change: Callable[[str], object] | None = None, periodic: bool = True,
                  on_finish: Callable[[JobInfo], object] | None = None,
-                 claim: Callable[[JobInfo], Callable[[], None]] | None = None) -> None:
+                 claim: Callable[[JobInfo], Callable[[], None]] | None = None, page_processes: int = 0) -> None:
         self.registry = registry
         self.embedder_for = embedder_for
+        self.page_processes = page_processes
+        """Child processes each crawl extracts and chunks its pages in (ingest/page_procs.py)."""
         self.metrics = metrics
         self.on_change = on_change
         self.on_finish = on_finish
@@ -155,7 +157,7 @@ class Scheduler:
         try:
             embedder = await anyio.to_thread.run_sync(self.embedder_for, tenant)
             summary = await crawl(tenant, embedder, options, job_id=info.id, on_progress=job.publish,
-                                  cancel=job.cancel)
+                                  cancel=job.cancel, page_processes=self.page_processes)
             info.summary = summary
             info.status = summary.status
             if self.metrics is not None:

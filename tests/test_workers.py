@@ -229,6 +229,25 @@ def test_a_second_crawl_is_refused_whichever_worker_gets_it(served):
 
 
 @pytest.mark.slow
+def test_a_crawl_in_a_worker_extracts_its_pages_in_a_page_process(tmp_path):
+    """A granian worker's crawl spawns its page process (ingest/page_procs.py) and uses it to the end."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "models").symlink_to(Path.home() / ".cache" / "frontdesk-tests", target_is_directory=True)
+    hostile = Path(__file__).parent / "sites" / "hostile"
+    with serve_site(hostile, "http://127.0.0.1:8799") as pages, \
+            serve_workers(data, 2, crawl_processes=1) as server:
+        created = server.admin("POST", "/admin/tenants", json={"id": "bakery", "site": pages.url + "/",
+                                                                "allow_private_network": True})
+        assert created.status_code == 201, created.text
+        assert server.admin("POST", "/admin/tenants/bakery/crawl", json={}).status_code == 202
+        job = server.progress_outcome("/admin/tenants/bakery/crawl")
+    summary = job["summary"]
+    assert job["status"] == "done" and summary["failed"] == 0 and summary["fetched"] >= 3, job
+    assert summary["page_processes"] == 1 and summary["page_process_fallbacks"] == 0, summary
+
+
+@pytest.mark.slow
 def test_one_worker_holds_the_scheduler_and_a_live_one_takes_over_after_kill_9(served):
     lock = served.data / "scheduler.lock"
     workers = served.workers()

@@ -24,10 +24,13 @@ from tests.bikeclub import calendar_hits, serve_bikeclub
 from tests.conftest import FASTAPI, FASTAPI_ORIGIN
 from tests.sitesrv import serve_site
 
+#: What `frontdesk crawl` and `serve` give a crawl on this machine (Settings.crawl_processes).
+PAGE_PROCESSES = Settings.from_env().page_processes
+
 
 def _run(tenant, embedder, **options):
     started = time.perf_counter()
-    summary = asyncio.run(crawl(tenant, embedder, CrawlOptions(rate=0, **options)))
+    summary = asyncio.run(crawl(tenant, embedder, CrawlOptions(rate=0, **options), page_processes=PAGE_PROCESSES))
     return summary, time.perf_counter() - started
 
 
@@ -93,7 +96,8 @@ def _cold_crawl(context, tenant, embedder, max_pages: int | None) -> tuple[objec
 
         prober = asyncio.create_task(probe())
         try:
-            return await crawl(tenant, embedder, CrawlOptions(rate=0, max_pages=max_pages), on_progress=on_progress)
+            return await crawl(tenant, embedder, CrawlOptions(rate=0, max_pages=max_pages), on_progress=on_progress,
+                               page_processes=PAGE_PROCESSES)
         finally:
             done.set()
             await prober
@@ -191,12 +195,14 @@ def run(quick: bool = False, render: bool = False) -> dict:
                        "seconds", "pages_per_min", "answerable_s", "searchable_per_min", "embedded_per_min", "failed", "errors", "retried_later", "recovered_later", "loop_stalled_s",
                        "calendar_requests", "skipped_junk", "junk"])
     print(f"\ndistinct chunks stored: {chunks}; page↔chunk links: {links} "
-          f"(dedupe saved {links - chunks} embeddings); RSS {rss_mb():.0f} MB")
+          f"(dedupe saved {links - chunks} embeddings); RSS {rss_mb():.0f} MB; "
+          f"page processes {PAGE_PROCESSES} (FRONTDESK_CRAWL_PROCESSES)")
     print(f"answerable_s: seconds from the cold crawl's start until {PROBE!r} was answered correctly "
           "(answered, its expected page cited, the expected words in the answer), asked once a second; "
           "searchable_per_min: pages over the seconds until the last was written with its text; "
           "embedded_per_min: pages over the seconds until every vector was in")
-    return {"runs": rows, "chunks": chunks, "chunk_links": links, "bar_pages_per_min": 300,
+    return {"runs": rows, "chunks": chunks, "chunk_links": links, "page_processes": PAGE_PROCESSES,
+            "bar_pages_per_min": 300,
             "probe_question": PROBE, "bar_answerable_s": 60, "bar_searchable_per_min": 600}
 
 
