@@ -22,7 +22,13 @@ import anyio
 import msgspec
 import numpy as np
 
-from app.answerability import AnswerSignals, answerability, unknown_names, verdict_without_sentence
+from app.answerability import (
+    AnswerSignals,
+    answerability,
+    names_in_passing,
+    unknown_names,
+    verdict_without_sentence,
+)
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -49,6 +55,7 @@ from app.sources import (
     group_hits,
     insert_page_source,
     quoted_first,
+    quoted_passages,
     snippet,
 )
 from ingest.embed import Embedder
@@ -295,6 +302,10 @@ class Answerer:
             refused = "the site does not use most of the question's words"
         elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=page_text)):
             refused = "the site never mentions " + ", ".join(names)
+        elif settings.refuse_unknown_names and (names := names_in_passing(
+                question, counts, lang, coverage_threshold(stats.chunks), quoted_passages(sources, [q.source for q in selection.quotes]),
+                known=page_text)):
+            refused = "the passages the answer would quote never mention " + ", ".join(names)
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"
         elif not selection.quotes:

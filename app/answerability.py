@@ -17,6 +17,9 @@ first what the site has no words for; `coverage` is kept with the signals for de
 Before it, a question that names something the site never mentions (`unknown_names`: "deploy
 on Vercel", "traces in Jaeger", "the lantern festival in Taiwan") is refused whatever its
 passages' similarity: the rest of its words are the site's, which is what makes it a near miss.
+So is one that names something the site mentions only in passing, when the passages the answer
+would quote never do (`names_in_passing`: "deploy to Azure" on docs that name Azure only in their
+release notes).
 docs/eval.md ("How a question is refused") has the fit and the numbers.
 """
 
@@ -146,3 +149,21 @@ def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, 
         if terms and all(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
             found.append(name)
     return found
+
+
+def names_in_passing(question: str, document_counts: Mapping[str, int], lang: str, min_chunks: int,
+                     quoted: str, known: str = "") -> list[str]:
+    """The names in `question` that the site mentions only in passing — in fewer chunks than
+    `min_chunks`, the term-coverage rule's bar for a word the site talks about — and that the
+    passages the answer would quote (`quoted`) never mention: "deploy to Azure App Service" on
+    documentation that names Azure only in its release notes, answered from the deployment
+    guide, which never does. `known` is the visitor's page when it is not indexed yet."""
+    names = question_names(question, lang)
+    if not names:
+        return []
+    rare = [name for name in names if (terms := content_terms(name))
+            and all(0 < document_counts.get(t, min_chunks) < min_chunks for t in terms)]
+    if not rare:
+        return []
+    said = set(content_terms(quoted)) | words_of(known)
+    return [name for name in rare if not any(t in said for t in content_terms(name))]

@@ -88,6 +88,12 @@ def quoted_first(sources: Sequence[Source], picked: Sequence[tuple[int, str, str
     return reordered, [(sources[index].n, text, kind) for index, text, kind in picked]
 
 
+def quoted_passages(sources: Sequence[Source], picked: Sequence[int]) -> str:
+    """The title, headings and text of the sources the answer quotes (`picked`: indexes into
+    `sources`): what the answer's passages talk about."""
+    return "\n".join(f"{sources[i].title}\n{sources[i].context}\n{sources[i].text}" for i in dict.fromkeys(picked))
+
+
 def renumber(sources: Sequence[Source]) -> None:
     for n, source in enumerate(sources, start=1):
         source.n = n

@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.answerability import answerability, question_names, unknown_names, verdict_without_sentence
+from app.answerability import (
+    answerability,
+    names_in_passing,
+    question_names,
+    unknown_names,
+    verdict_without_sentence,
+)
 from app.eval import answer_precision
 from app.extractive import LEAD_CHARS, is_code, row_text, select, term_weights, units_of
 from app.followup import carried_subject, leans_on_history
@@ -287,6 +293,20 @@ def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_t
 ])
 def test_the_names_a_question_uses(question, lang, names):
     assert question_names(question, lang) == names
+
+
+def test_a_name_the_site_mentions_in_passing_counts_only_if_the_quoted_passages_lack_it():
+    """Below the coverage rule's bar (3 chunks on a large site) a name is incidental: the answer must
+    come from a passage that has it. A name the site never uses is `unknown_names`' case."""
+    question = "How do I deploy my FastAPI app to Azure App Service?"
+    counts = {"deploy": 40, "fastapi": 900, "app": 800, "azure": 2, "service": 60}
+    guide = "Deployment\nDeploy to FastAPI Cloud\nYou can deploy your FastAPI app with one command."
+    assert names_in_passing(question, counts, "en", 3, guide) == ["Azure"]
+    assert names_in_passing(question, counts, "en", 3, guide + " It also runs on Azure.") == []
+    assert names_in_passing(question, counts, "en", 3, guide, known="Azure App Service guide") == []
+    assert names_in_passing(question, {**counts, "azure": 3}, "en", 3, guide) == []  # the site talks about it
+    assert names_in_passing(question, {**counts, "azure": 0}, "en", 3, guide) == []  # never: unknown_names
+    assert names_in_passing(question, {k: v for k, v in counts.items() if k != "azure"}, "en", 3, guide) == []
 
 
 def test_a_name_is_unknown_only_when_no_chunk_and_not_the_visitors_page_has_it():

@@ -96,7 +96,8 @@ HELP = {
     "answer.min_confidence": "0–1: below it visitors get the honest “not found on this site”.",
     "answer.min_term_coverage": "0–1: share of the question's words the site must use.",
     "answer.min_answerability": "0–1: how sure frontdesk must be that the site answers (else \"not found\").",
-    "answer.refuse_unknown_names": "Answer \"not found\" when a question names something the site never mentions.",
+    "answer.refuse_unknown_names": "Answer \"not found\" when a question names something the site never "
+                                   "mentions, or mentions only in passing and not where the answer comes from.",
 }
 SECTIONS: list[tuple[str, str, type[msgspec.Struct]]] = [
     ("", "Site", SiteConfig), ("crawl", "Crawling", CrawlSettings), ("clean", "Cleaning", CleanSettings),
