@@ -303,8 +303,8 @@ class Answerer:
         elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=page_text)):
             refused = "the site never mentions " + ", ".join(names)
         elif settings.refuse_unknown_names and (names := names_in_passing(
-                question, counts, lang, coverage_threshold(stats.chunks), quoted_passages(sources, [q.source for q in selection.quotes]),
-                known=page_text)):
+                question, counts, lang, coverage_threshold(stats.chunks),
+                quoted_passages(sources, [q.source for q in selection.quotes]), known=page_text)):
             refused = "the passages the answer would quote never mention " + ", ".join(names)
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"

@@ -3,8 +3,10 @@ recrawls cheap, progress events, and a summary (their shapes: ingest/crawl_repor
 
 Two stages run side by side (issue 15): fetching writes each page with its chunks at once, so it
 is searchable by its text as soon as it is fetched, and the embedding stage (ingest/embed_stage.py)
-gives the new chunks their vectors in the gaps the page path leaves. Once every page's text is
-written the full-text index is merged; the job ends when both stages are done; a
+gives the new chunks their vectors in the gaps the page path leaves. The page path's CPU-bound
+half (extraction, cleaning, chunking, the raw cache's scrub) runs in a child process where the
+machine has a core for it (ingest/page_procs.py), so fetching and writing keep this one. Once
+every page's text is written the full-text index is merged; the job ends when both stages are done; a
 cancelled job says how many chunks still wait for vectors (`chunks_pending`), and the next crawl,
 or `frontdesk serve` opening the tenant, embeds them.
 
@@ -56,6 +58,9 @@ log = logging.getLogger(__name__)
 #: Fetch/extract workers; writes are serialised behind them (one writer per tenant), embedding runs
 #: beside them (ingest/embed_stage.py).
 WORKERS = 4
+
+#: A crawl of fewer listed URLs than this (`crawl --url`) starts no page process.
+FEW_PAGES = 10
 
 #: How long after a page was written the page path still counts as busy (`_Job.page_path_busy`):
 #: with politeness off the next page is already on its way, at the default 2 requests a second
@@ -356,7 +361,9 @@ async def crawl(tenant: Tenant, embedder: Embedder, options: CrawlOptions | None
         crawl_settings = msgspec.structs.replace(crawl_settings, rate=options.rate)
     config = msgspec.structs.replace(config, crawl=crawl_settings)
     job_id = job_id or uuid.uuid4().hex[:12]
-    processes = page_processes if embedder.counts_tokens_alone and not options.reparse else 0
+    # A child's start (~1 s) is more than a refresh of a few pages costs in threads.
+    few = options.reparse or (options.urls is not None and len(options.urls) < FEW_PAGES)
+    processes = page_processes if embedder.counts_tokens_alone and not few else 0
     job = _Job(tenant, PageIndexer(tenant, embedder, config.clean, defer_vectors=True), config, job_id,
                on_progress, cancel or asyncio.Event(), PageProcesses(processes, embedder.id))
     kind = "reparse" if options.reparse else "refresh" if options.urls else "full" if options.full else "delta"

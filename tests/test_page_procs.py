@@ -188,7 +188,12 @@ def test_a_crawl_with_a_page_process_stores_what_a_crawl_without_one_stores(tmp_
                 summary = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(rate=0),
                                             page_processes=processes))
                 assert summary.status == "done" and summary.failed == 0, summary
+                assert summary.page_processes == processes and summary.page_process_fallbacks == 0
                 stored[processes] = _store(tenant)
+            # A refresh of a page or two is done in threads: a child's start costs more.
+            refresh = asyncio.run(crawl(tenant, ctx.tenant_embedder(tenant), CrawlOptions(
+                rate=0, full=True, urls=[site.url + "/"]), page_processes=1))
+            assert refresh.status == "done" and refresh.page_processes == 0
     finally:
         ctx.close()
     assert stored[1]["contacts"] and stored[1]["pages"]
