@@ -6,8 +6,9 @@ cores while fetching, writing and the event loop waited their turn (~80 ms of CP
 ~600 pages a minute). A child process takes the two heavy steps, so the crawl's own process is
 left with fetching, the junk verdict and the write. Both steps are pure functions of their
 inputs, sent and returned as msgpack, so a page comes out the same wherever it was made
-(tests/test_page_procs.py compares them on every fixture page). With `processes` 0, or when a
-child dies, the same functions run in a thread of this process, as before.
+(tests/test_page_procs.py compares them on 52 fixture and hostile pages, and a whole crawl).
+With `processes` 0, or when a child dies, the same functions run in a thread of this process,
+as before.
 """
 
 from __future__ import annotations
