@@ -1,8 +1,9 @@
 """Warming: what the first question would otherwise load on the request path (language profiles,
 a tenant's reader connection, statistics, prepared statements and term counts, the extractive
-scorer's caches), done before `/readyz` says ready and, for a tenant whose content changes later,
-in a background thread rather than in its next visitor's request. A tenant with chunks a killed or
-cancelled crawl left without vectors gets them in another background thread (ingest/embed_stage.py)."""
+scorer's caches, the postings of the tenant's frequent words), done before `/readyz` says ready
+and, for a tenant whose content changes later, in a background thread rather than in its next
+visitor's request. A tenant with chunks a killed or cancelled crawl left without vectors gets them
+in another background thread (ingest/embed_stage.py)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ class Warmer:
             embedder = self.ctx.tenant_embedder(tenant)
             embedder.warm_up()
             self.answerer.retrieve(tenant, WARM_QUESTION, None, "en", None, [])
+            with tenant.reading() as conn:  # the frequent words' postings (store/text_index.py)
+                tenant.store.search.warm_text_index(conn)
             stage = EmbedStage(tenant, embedder)
             if stage.pending():
                 self._resume_embedding(tenant_id, stage)

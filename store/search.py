@@ -242,6 +242,13 @@ def compact_text_index(conn: apsw.Connection, most_segments: int = TEXT_INDEX_SE
     return True
 
 
+def warm_text_index(conn: apsw.Connection) -> int:
+    """Hold the tenant's text index and its most frequent words' postings in this process
+    (store/text_index.py `warm`), so that the first questions using those words do not read them
+    on the request path. Off the request path: ~1 s at 10k chunks. Returns the rows read."""
+    return text_index.warm(conn)
+
+
 def is_repeated(conn: apsw.Connection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """Whether `block` (its first `max_words` words, as a phrase) occurs in at least `min_chunks`
     chunks: site boilerplate such as a translation notice at the top of every page."""

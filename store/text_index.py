@@ -53,7 +53,22 @@ MAX_WORDS = 20_000
 MAX_TENANTS = 16
 _COLUMNS = ("title", "heading", "text")
 _VOCAB = "temp.frontdesk_fts_instances"
-_COLUMN_NUMBER = "(CASE col " + " ".join(f"WHEN '{name}' THEN {i}" for i, name in enumerate(_COLUMNS)) + " END)"
+_VOCAB_ROWS = "temp.frontdesk_fts_terms"
+#: The share of the memory budget one tenant's warm-up (`warm`) may fill, and the share beyond
+#: which no warm-up adds more: with many tenants the first few are warmed (~1 s at 10k chunks
+#: each, before `/readyz`), the rest read their words when asked.
+WARM_SHARE = 0.25
+WARM_TOTAL_SHARE = 0.5
+#: Words in fewer of a tenant's rows than this share are not warmed: their postings take well
+#: under a millisecond to read on first use (~0.3 µs a place).
+WARM_MIN_SHARE = 0.01
+#: fts5vocab names a place's column; its name's length modulo 5 (0, 2, 4: in the columns' order)
+#: tells the three apart in SQLite without comparing strings (a CASE on the name made SQLite's part
+#: of a read ~1.7x slower: ~490 against ~280 ns a place) and keeps a token's places in order.
+_COLUMN_CODE = "(length(col) % 5)"
+_COLUMN_OF_CODE = np.full(16, -1, dtype=np.int64)
+_COLUMN_OF_CODE[[len(name) % 5 for name in _COLUMNS]] = np.arange(len(_COLUMNS))
+assert [len(name) % 5 for name in _COLUMNS] == sorted({len(name) % 5 for name in _COLUMNS})
 #: Row ids at or above this do not fit the packed places (row << 32 in 63 bits): FTS5 ranks.
 MAX_ROWID = 1 << 30
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.I)
@@ -159,29 +174,70 @@ class TextIndex:
 
 def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     _ensure_vocab(conn)
-    # One string of packed places (row << 32 | column << 28 | offset) a token: SQLite builds it in
-    # C, numpy parses it; a row object per place would take three times as long.
+    # One string of packed places (row << 32 | column code << 28 | offset) a token: SQLite
+    # builds it in C, numpy parses it; a row object per place would take three times as long.
     keys: np.ndarray | None = None
     for step, token in enumerate(tokens):
         (packed,) = one_row(conn.execute(
-            f"SELECT group_concat((doc << 32) | ({_COLUMN_NUMBER} << 28) | offset) FROM {_VOCAB} WHERE term = ?",
+            f"SELECT group_concat((doc << 32) | ({_COLUMN_CODE} << 28) | offset) FROM {_VOCAB} WHERE term = ?",
             (token,)))
         places = np.fromstring(packed, dtype=np.int64, sep=",") if packed else np.zeros(0, dtype=np.int64)
         # A phrase: the first token's places followed by the second's, the third's…
         keys = places if keys is None else keys[np.isin(keys + step, places)]
     assert keys is not None
-    pairs, counts = np.unique(keys >> 28, return_counts=True)  # (row, column) and its hits
+    # fts5vocab gives a token's places in order (row, column, offset), and a phrase keeps the
+    # first token's order: runs of equal (row, column) are found without sorting (np.unique
+    # sorts, and np.add.at is slow: together half the time of a first read).
+    if len(keys) > 1 and not bool((keys[1:] >= keys[:-1]).all()):
+        keys = np.sort(keys)
+    cells = keys >> 28  # row << 4 | its column's code
+    starts = np.flatnonzero(np.diff(cells, prepend=-1))
+    pairs = cells[starts]
+    counts = np.diff(starts, append=len(cells))  # (row, column) and its hits
     positions = np.searchsorted(index.ids, pairs >> 4)
     if len(positions) and (positions[-1] >= len(index.ids) or not np.array_equal(index.ids[positions], pairs >> 4)):
         raise _Stale  # a row this index does not know: written since it was built
-    rows, where = np.unique(positions, return_inverse=True)
+    new_row = np.diff(positions, prepend=-1) != 0
+    rows = positions[new_row]
     hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.float32)  # small counts: exact in float32
-    np.add.at(hits, (where, pairs & 15), counts)
+    hits[np.cumsum(new_row) - 1, _COLUMN_OF_CODE[pairs & 15]] = counts  # each (row, column) once
     return rows.astype(np.int32), hits
 
 
 def _ensure_vocab(conn: apsw.Connection) -> None:
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunk_fts, instance)")
+
+
+def warm(conn: apsw.Connection, max_rows: int | None = None) -> int:
+    """Read the postings of the tenant's most frequent words ahead of the questions that use them,
+    most frequent first, until `max_rows` rows are held (default: `WARM_SHARE` of the budget, and
+    no more than keeps what every tenant's index holds under `WARM_TOTAL_SHARE` of it).
+
+    Why: a question's first use of a frequent word reads its postings on the request path, ~0.3 µs
+    a place: 2–15 ms for a word in 5–50% of 100k rows, the slowest part of a first question. A
+    word in half the rows or more is left out (the rankings leave it out when they can), and so
+    is one in fewer than `WARM_MIN_SHARE` of them (cheap to read when asked). At 10k chunks every
+    such word fits (~0.8M rows, ~13 MB, ~1 s); at 100k the most frequent ones do. Returns the rows
+    read; 0 when the tenant's text index is not held."""
+    index = index_for(conn)
+    if index is None:
+        return 0
+    if max_rows is None:
+        max_rows = min(int(_budget_rows * WARM_SHARE), int(_budget_rows * WARM_TOTAL_SHARE) - held_rows())
+    count = len(index.ids)
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB_ROWS} USING fts5vocab(main, chunk_fts, row)")
+    terms: list[Row] = conn.execute(
+        f"SELECT term, total FROM (SELECT term, sum(doc) OVER (ORDER BY doc DESC, term) AS total "
+        f"FROM {_VOCAB_ROWS} WHERE doc < ? AND doc >= ?) WHERE total <= ?",
+        (count / 2, max(2.0, count * WARM_MIN_SHARE), max_rows)).fetchall()
+    read = 0
+    for term, total in terms:
+        try:
+            index.phrase(conn, (str(term),))
+        except _Stale:  # written to meanwhile: the next warm-up reads the new generation's
+            break
+        read = int(total)
+    return read
 
 
 class _Stale(Exception):

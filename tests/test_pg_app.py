@@ -22,10 +22,13 @@ import msgspec
 import pytest
 from litestar.testing import TestClient
 
+from app.answer import Answerer
 from app.asgi import create_app
-from app.cache import normalize_question
+from app.cache import AnswerCache, normalize_question
 from app.context import Context
+from app.metrics import Metrics
 from app.settings import Settings
+from app.warm import Warmer
 from app.webhooks import verify
 from store.conversations import Turn
 from store.errors import StoreError
@@ -220,6 +223,21 @@ def test_stats_on_postgres(app):
     assert data["errors_by_reason"] == {} and isinstance(data["usage"], dict)
     assert "junk" in data and "render" in data
     assert admin(app, "GET", "/admin/tenants/nosuch/stats").status_code == 404
+
+
+def test_a_postgres_tenant_is_warmed_without_a_text_index(app, caplog):
+    """Warming (app/warm.py) reads a SQLite tenant's frequent words' postings ahead; on PostgreSQL
+    the database ranks, so there is nothing to read, and warming the tenant logs no failure."""
+    tenant = app.ctx.registry.get("bakery")
+    with tenant.reading() as conn:
+        assert tenant.store.search.warm_text_index(conn) == 0
+    warmer = Warmer(app.ctx, Answerer(app.ctx, None, AnswerCache(8), Metrics()))
+    try:
+        with caplog.at_level("WARNING", logger="app.warm"):
+            warmer.warm_tenant("bakery")
+        assert not [r for r in caplog.records if r.name == "app.warm"]
+    finally:
+        warmer.close()
 
 
 def sign_in(app: App, token: str) -> None:

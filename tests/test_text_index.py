@@ -141,3 +141,46 @@ def test_a_word_in_half_the_rows_is_left_out_only_when_the_others_fill_the_candi
         assert same_ranking(fts5_ranking(conn, ["ginger", "cake"], DEFAULT_WEIGHTS, 10), rows)
     finally:
         text_index.forget()
+
+
+def test_warming_reads_the_frequent_words_postings_ahead_and_ranks_the_same(pypug_ctx):
+    """`warm` holds the postings of the words in 1–50% of the rows, most frequent first, within the
+    rows it is given; a question then finds them held, and ranks as FTS5 does."""
+    conn = pypug_ctx.tenant("pypug").reader()
+    text_index.forget()
+    index = text_index.index_for(conn)
+    assert index is not None
+    count = len(index.ids)
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.test_terms USING fts5vocab(main, chunk_fts, row)")
+    docs = {str(term): int(doc) for term, doc in conn.execute("SELECT term, doc FROM temp.test_terms")}
+    eligible = sorted((t for t, d in docs.items() if count * text_index.WARM_MIN_SHARE <= d < count / 2),
+                      key=lambda t: (-docs[t], t))
+    assert len(eligible) > 20
+    # A budget for the ten most frequent: exactly those are read, nothing below 1% or above half.
+    budget = sum(docs[t] for t in eligible[:10])
+    assert text_index.warm(conn, budget) == budget
+    assert set(index.postings) == {(t,) for t in eligible[:10]}
+    assert index.held == budget
+    # Unbounded but for the default share: every eligible word, none of the others.
+    text_index.forget()
+    read = text_index.warm(conn)
+    index = text_index.index_for(conn)
+    assert index is not None and read == sum(docs[t] for t in eligible) == index.held
+    assert set(index.postings) == {(t,) for t in eligible}
+    held = dict(index.postings)
+    question = "how do I " + " ".join(eligible[:3])
+    words = fts_terms(question)
+    found = index.top(conn, words, DEFAULT_WEIGHTS, 20)
+    assert found is not None and same_ranking(fts5_ranking(conn, words, DEFAULT_WEIGHTS, 20), found[1])
+    assert all(index.postings[(t,)] is held[(t,)] for t in eligible[:3])  # read ahead, not again
+    # Once what the indexes hold is half the budget, a warm-up adds nothing (many tenants: the
+    # first few are warmed).
+    try:
+        text_index.configure(count * 2 * text_index.ROW_BYTES / 1024 / 1024)  # the row lengths are half
+        text_index.forget()
+        assert text_index.warm(conn) == 0
+        index = text_index.index_for(conn)
+        assert index is not None and not index.postings
+    finally:
+        text_index.configure(64)
+        text_index.forget()

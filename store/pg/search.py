@@ -414,6 +414,12 @@ def compact_text_index(conn: PgConnection, most_segments: int = 0) -> bool:
     return False
 
 
+def warm_text_index(conn: PgConnection) -> int:
+    """As store.search.warm_text_index, with nothing to do: PostgreSQL ranks in the database and
+    keeps its own buffers. Returns 0."""
+    return 0
+
+
 def is_repeated(conn: PgConnection, block: str, min_chunks: int, max_words: int = 10) -> bool:
     """As store.search.is_repeated: whether `block` (its first `max_words` words, as a phrase)
     occurs in at least `min_chunks` chunks, stemmed as each chunk is; stops counting there."""
