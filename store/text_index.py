@@ -17,8 +17,9 @@ API), so a word like "install requires" is the same two-token phrase FTS5 would 
 
 A word in half the rows or more (FTS5 weighs it 1e-6) is left out when the other words still match
 enough rows, as the FTS5 path does (store/search.py `bm25_candidates`): scores then differ by
-under 1e-5. A phrase's postings cost ~0.4 µs a place to read the first time (~12 ms for a word in
-23k of 100k rows), then nothing until the content changes.
+under 1e-5. A phrase's postings cost ~0.3 µs a place to read the first time (~10 ms for a word in
+23k of 100k rows), then nothing until the content changes; a tenant's warm-up (`warm`) reads its
+most frequent words' ahead.
 
 Like the vector index (store/vector_index.py) it is built once per content generation of a tenant
 and kept per process; while a crawl writes (a new generation every few pages) the questions in
