@@ -75,7 +75,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     10k chunks); tenants that do not fit are searched in the file by sqlite-vec. 0 = none held."""
     text_memory_mb: float = 64.0
     """Memory per process for tenants' text indexes held in RAM (the lexical side's fast path: BM25
-    ranked with numpy over postings read once, the same ranking as FTS5's; ~16 bytes a posting, a
+    ranked with numpy over postings read once, the same ranking as FTS5's; ~10 bytes a posting, a
     few MB per 10k-chunk tenant in use). A tenant's warm-up reads its frequent words' postings
     ahead, up to a quarter of this, while the indexes hold under half of it. 0 = none held: FTS5
     ranks every query."""

@@ -45,9 +45,13 @@ K1 = 1.2
 B = 0.75
 #: A stale index is rebuilt at most this often (as the vector index is).
 REBUILD_INTERVAL_S = 10.0
-#: Bytes a row takes, in a phrase's postings (position, hits per column) or a tenant's row
-#: lengths (rowid, tokens): what the memory budget (`configure`) is counted in.
+#: Bytes a row takes in a tenant's row lengths (rowid, tokens) and in a phrase's postings
+#: (position, hits per column as uint16): what the memory budget (`configure`) is counted in.
 ROW_BYTES = 16
+POSTING_BYTES = 10
+#: A column's hits in one row, at most (uint16): chunks are a few hundred tokens long, so FTS5's
+#: count is never cut in practice.
+MAX_HITS = np.iinfo(np.uint16).max
 #: Query words whose tokens are remembered per tenant.
 MAX_WORDS = 20_000
 #: Tenants whose index is kept per process; least recently used out first.
@@ -200,8 +204,8 @@ def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...
         raise _Stale  # a row this index does not know: written since it was built
     new_row = np.diff(positions, prepend=-1) != 0
     rows = positions[new_row]
-    hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.float32)  # small counts: exact in float32
-    hits[np.cumsum(new_row) - 1, _COLUMN_OF_CODE[pairs & 15]] = counts  # each (row, column) once
+    hits = np.zeros((len(rows), len(_COLUMNS)), dtype=np.uint16)
+    hits[np.cumsum(new_row) - 1, _COLUMN_OF_CODE[pairs & 15]] = np.minimum(counts, MAX_HITS)  # each (row, column) once
     return rows.astype(np.int32), hits
 
 
@@ -218,13 +222,14 @@ def warm(conn: apsw.Connection, max_rows: int | None = None) -> int:
     a place: 2–15 ms for a word in 5–50% of 100k rows, the slowest part of a first question. A
     word in half the rows or more is left out (the rankings leave it out when they can), and so
     is one in fewer than `WARM_MIN_SHARE` of them (cheap to read when asked). At 10k chunks every
-    such word fits (~0.8M rows, ~13 MB, ~1 s); at 100k the most frequent ones do. Returns the rows
+    such word fits (~0.87M rows, ~9 MB, ~1 s); at 100k the most frequent ones do. Returns the rows
     read; 0 when the tenant's text index is not held."""
     index = index_for(conn)
     if index is None:
         return 0
     if max_rows is None:
-        max_rows = min(int(_budget_rows * WARM_SHARE), int(_budget_rows * WARM_TOTAL_SHARE) - held_rows())
+        room = min(int(_budget_bytes * WARM_SHARE), int(_budget_bytes * WARM_TOTAL_SHARE) - held_bytes())
+        max_rows = room // POSTING_BYTES
     count = len(index.ids)
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB_ROWS} USING fts5vocab(main, chunk_fts, row)")
     terms: list[Row] = conn.execute(
@@ -304,45 +309,49 @@ _lock = threading.RLock()
 _cache: OrderedDict[str, _Entry] = OrderedDict()
 
 
-_budget_rows = 64 * 1024 * 1024 // ROW_BYTES  # the FRONTDESK_TEXT_MEMORY_MB default
+_budget_bytes = 64 * 1024 * 1024  # the FRONTDESK_TEXT_MEMORY_MB default
 
 
 def configure(memory_mb: float) -> None:
     """The memory this process may hold for tenants' text indexes (FRONTDESK_TEXT_MEMORY_MB); 0
     holds none (FTS5 ranks every query)."""
-    global _budget_rows
+    global _budget_bytes
     with _lock:
-        _budget_rows = int(memory_mb * 1024 * 1024) // ROW_BYTES
-        if _budget_rows <= 0:
+        _budget_bytes = int(memory_mb * 1024 * 1024)
+        if _budget_bytes <= 0:
             _cache.clear()
         _make_room()
 
 
-def held_rows() -> int:
-    """Rows (postings and row lengths) the text indexes of this process hold now."""
-    return sum(len(e.index.ids) + e.index.held for e in _cache.values() if e.index is not None)
+def held_bytes() -> int:
+    """Bytes the text indexes of this process hold now (row lengths and postings)."""
+    return sum(_bytes_of(e.index) for e in _cache.values())
+
+
+def _bytes_of(index: TextIndex | None) -> int:
+    return 0 if index is None else len(index.ids) * ROW_BYTES + index.held * POSTING_BYTES
 
 
 def _make_room() -> None:
     """Drop the least recently used postings, then tenants, until the budget holds (under _lock)."""
-    held = held_rows()
+    held = held_bytes()
     for entry in _cache.values():
         index = entry.index
-        while index is not None and held > _budget_rows and index.postings:
+        while index is not None and held > _budget_bytes and index.postings:
             _, (dropped, _) = index.postings.popitem(last=False)
             index.held -= len(dropped)
-            held -= len(dropped)
-        if held <= _budget_rows:
+            held -= len(dropped) * POSTING_BYTES
+        if held <= _budget_bytes:
             return
-    while _cache and held > _budget_rows:
+    while _cache and held > _budget_bytes:
         _, entry = _cache.popitem(last=False)
-        held -= len(entry.index.ids) + entry.index.held if entry.index is not None else 0
+        held -= _bytes_of(entry.index)
 
 
 def index_for(conn: apsw.Connection) -> TextIndex | None:
     """The tenant's index for its current content, or None when FTS5 should rank (a rebuild not
     due yet after a content change, or a table this module cannot read)."""
-    if _budget_rows <= 0:
+    if _budget_bytes <= 0:
         return None
     key = conn.filename
     generation = content_version(conn)
@@ -357,7 +366,7 @@ def index_for(conn: apsw.Connection) -> TextIndex | None:
                 return None
             del _cache[key]
     index = _build(conn, generation)
-    if index is not None and len(index.ids) > _budget_rows // 2:
+    if index is not None and len(index.ids) * ROW_BYTES > _budget_bytes // 2:
         index = None  # its row lengths alone would crowd out every question's postings: FTS5 ranks
     with _lock:
         _cache[key] = _Entry(generation, index, now)

@@ -110,12 +110,13 @@ def test_the_memory_budget_bounds_what_is_held(deli):
         text_index.configure(1)
         for word in words:
             bm25_candidates(conn, word, 5, None)
-        assert text_index.held_rows() * text_index.ROW_BYTES <= 1024 * 1024
+        assert text_index.held_bytes() <= 1024 * 1024
         index = text_index.index_for(conn)
         assert index is not None and len(index.postings) == len(words)
-        budget = (len(index.ids) + 5) * text_index.ROW_BYTES / 1024 / 1024 * 2  # row lengths + a few postings
-        text_index.configure(budget)
-        assert text_index.held_rows() <= (len(index.ids) + 5) * 2
+        # the row lengths and a few postings, twice
+        room = 2 * (len(index.ids) * text_index.ROW_BYTES + 5 * text_index.POSTING_BYTES)
+        text_index.configure(room / 1024 / 1024)
+        assert text_index.held_bytes() <= room
         assert 0 < len(index.postings) < len(words)  # the least recently used went first
         text_index.configure(0)
         assert text_index.index_for(conn) is None
