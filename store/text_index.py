@@ -178,7 +178,7 @@ class TextIndex:
 
 
 def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-    _ensure_vocab(conn)
+    _ensure_vocab(conn, _VOCAB, "instance")
     # One string of packed places (row << 32 | column code << 28 | offset) a token: SQLite
     # builds it in C, numpy parses it; a row object per place would take three times as long.
     keys: np.ndarray | None = None
@@ -209,8 +209,10 @@ def _read_phrase(conn: apsw.Connection, index: TextIndex, tokens: tuple[str, ...
     return rows.astype(np.int32), hits
 
 
-def _ensure_vocab(conn: apsw.Connection) -> None:
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB} USING fts5vocab(main, chunk_fts, instance)")
+def _ensure_vocab(conn: apsw.Connection, table: str, kind: str) -> None:
+    """An fts5vocab table over the tenant's index in this connection's temp schema: `instance`
+    lists every place of every term, `row` each term's rows and places."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5vocab(main, chunk_fts, {kind})")
 
 
 def warm(conn: apsw.Connection, max_rows: int | None = None) -> int:
@@ -231,7 +233,7 @@ def warm(conn: apsw.Connection, max_rows: int | None = None) -> int:
         room = min(int(_budget_bytes * WARM_SHARE), int(_budget_bytes * WARM_TOTAL_SHARE) - held_bytes())
         max_rows = room // POSTING_BYTES
     count = len(index.ids)
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {_VOCAB_ROWS} USING fts5vocab(main, chunk_fts, row)")
+    _ensure_vocab(conn, _VOCAB_ROWS, "row")
     terms: list[Row] = conn.execute(
         f"SELECT term, total FROM (SELECT term, sum(doc) OVER (ORDER BY doc DESC, term) AS total "
         f"FROM {_VOCAB_ROWS} WHERE doc < ? AND doc >= ?) WHERE total <= ?",

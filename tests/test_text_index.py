@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from app.answer import Answerer
+from app.cache import AnswerCache
+from app.metrics import Metrics
+from app.warm import Warmer
 from ingest.document import Document, Section
 from ingest.indexer import PageIndexer
 from store import text_index
@@ -185,3 +189,24 @@ def test_warming_reads_the_frequent_words_postings_ahead_and_ranks_the_same(pypu
     finally:
         text_index.configure(64)
         text_index.forget()
+
+
+def test_warming_a_tenant_reads_its_frequent_words_ahead(pypug_ctx):
+    """The wiring: `serve`'s warm-up of a tenant (app/warm.py) leaves its most frequent eligible
+    words' postings held, as `warm` reads them."""
+    conn = pypug_ctx.tenant("pypug").reader()
+    text_index.forget()
+    warmer = Warmer(pypug_ctx, Answerer(pypug_ctx, None, AnswerCache(8), Metrics()))
+    try:
+        warmer.warm_tenant("pypug")
+    finally:
+        warmer.close()
+    index = text_index.index_for(conn)
+    assert index is not None
+    count = len(index.ids)
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.test_terms USING fts5vocab(main, chunk_fts, row)")
+    eligible = {(str(term),) for term, doc in conn.execute("SELECT term, doc FROM temp.test_terms")
+                if count * text_index.WARM_MIN_SHARE <= doc < count / 2}
+    assert eligible and eligible <= set(index.postings)
+    text_index.forget()
+
