@@ -28,6 +28,7 @@ import numpy as np
 
 from app.prompt import Source
 from ingest.chunk import split_sentences
+from ingest.maincontent import IMAGE_PREFIX
 from store.pages import PagePassage
 from store.search import content_terms
 
@@ -61,6 +62,9 @@ _CONTINUES = re.compile(
     r"pero|sin embargo|as[ií] que|esto|eso|entonces|tambi[eé]n|aber|jedoch|das|dies|dann|sonst|stattdessen|auch)\b",
     re.I)
 
+#: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
+#: items separated by "; ".
+_LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 _WORD = re.compile(r"\w+")
 _HAS_NUMBER = re.compile(r"[\d$€£¥]")
@@ -82,6 +86,16 @@ _ASKS_TIME = re.compile(
     r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
+#: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
+#: not (an ingredient list is full of numbers).
+_ASKS_DURATION = re.compile(
+    r"\b(how long|how many (?:minutes|hours|days|weeks|months|years)|cu[aá]nto tiempo|cu[aá]nt[oa]s "
+    r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge)\b", re.I)
+_DURATION = re.compile(
+    r"\d\s*(?:min(?:ute)?s?|hrs?|hours?|days?|weeks?|months?|years?|secs?|seconds?|"
+    r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
+    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
+    r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
 _ASKS_CONTACT = re.compile(
     r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
@@ -290,10 +304,18 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
 
     for number, block in enumerate(text.split("\n\n")):
         faq = _FAQ.match(block)
+        if block.startswith(IMAGE_PREFIX):
+            continue  # a shown image's alt text ("Image: Banana Cue Final") names a picture, answers nothing
         if faq:
             add(faq.group("a"), "faq", faq.group("q"))
         elif number == 0 and kind in ("fact", "form", "action"):
             add(block, "fact")
+        elif kind == "fact" and (items := _LABELLED_LIST.match(block)) and items.group("items").count("; ") >= 2:
+            # "Ingredients: 2/3 cup peanut butter; 1 cup oats; …": each item is a unit, so that
+            # "how much sugar" quotes the sugar, and a long list cannot lead every question about
+            # its dish on the strength of naming everything in it.
+            for line, item in enumerate(items.group("items").rstrip(".").split("; ")):
+                add(item, "sentence", items.group("label"), line=line)
         elif (rows := _table_rows(block)) is not None:
             for row, header in rows:
                 add(row, "row", header)
@@ -327,6 +349,7 @@ class _Asks(msgspec.Struct):
     time: bool
     date: bool
     count: bool
+    duration: bool
     howto: bool
     contact: bool
 
@@ -337,6 +360,7 @@ def _asks(question: str) -> _Asks:
              or not (_QUESTION_WORD.match(question) or "?" in question))
     return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
                  date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
+                 duration=bool(_ASKS_DURATION.search(question)),
                  howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
 
 
@@ -371,6 +395,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "time": lambda text: bool(_TIME.search(text)),
     "date": lambda text: bool(_DATE.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
+    "duration": lambda text: bool(_DURATION.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
     "api": lambda text: names_api(text),
     "command": lambda text: bool(_COMMAND_TEXT.search(text)),
@@ -388,6 +413,8 @@ def _evidence_bonus(text: str, asks: _Asks) -> float:
         bonus += 0.15
     if asks.count and carries(text, "number"):
         bonus += 0.1
+    if asks.duration and carries(text, "duration"):
+        bonus += 0.25
     if asks.contact and carries(text, "contact"):
         bonus += 0.25
     return bonus

@@ -1,6 +1,7 @@
 """Main-content finding: the element that holds the page's own content, the boilerplate removed
-from it (navigation, sidebars, footers, hidden and cookie-banner elements), and its text cut into
-heading-scoped Sections (lists, tables, code blocks, definition lists and image alt text kept).
+from it (navigation, sidebars, footers, hidden and cookie-banner elements, readers' comments and
+related-post lists), and its text cut into heading-scoped Sections (lists, tables, code blocks,
+definition lists and image alt text kept).
 
 Indexable text is what a visitor can see: element text, and the alt text of an image that is
 shown. Text a visitor cannot see is never indexed: hidden elements (``hidden``, aria-hidden,
@@ -19,6 +20,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Section
 from ingest.text import collapse_whitespace
+
+#: How a shown image's alt text opens its own block of a page's text.
+IMAGE_PREFIX = "Image: "
 
 # Content-management fallbacks, tried only when a page has no <main>, role=main or <article>.
 _CONTENT_FALLBACKS = (
@@ -73,6 +77,34 @@ _ALWAYS_DROPPED = ", ".join(
         '[id*="cookie-notice" i], [class*="cookie-notice" i]',
     )
 )
+
+
+# Readers' comments and the form to add one: what visitors wrote, not what the site says (a
+# recipe blog's "I baked these at 325°F" under the recipe that says 350°F), and anyone's way to
+# put text on the page. The classes are the comment systems' own (WordPress, Genesis,
+# Squarespace, Disqus); the ids `comments` and `respond` are common words, so an element with one
+# of them goes only when it holds comment markup (a documentation section titled "Comments" does
+# not).
+_COMMENT_THREADS = (".comment-list, .commentlist, .comments-area, .comment-respond, .entry-comments,"
+                    " .comments-list, .comment-section, .squarespace-comments, #disqus_thread")
+_COMMENT_LANDMARKS = "#comments, #respond"
+_COMMENT_MARKUP = ".comment, .comment-body, .comment-content, .comment-meta, [id^='comment-'], form, textarea"
+# "Related recipes", "You'll also love", "Relaterade matrecept": lists of links to other pages,
+# whose teasers would otherwise answer for this page. Matched by a class word that starts with
+# "related" (related-posts, c-related-recipes, td_block_related_posts, Sphinx's and Furo's
+# related-pages) on a block that holds such a list.
+_RELATED_CLASS = re.compile(r"(?:^|[-_])related", re.IGNORECASE)
+_RELATED_TAGS = frozenset(("div", "section", "aside", "ul", "ol"))
+
+
+def _readers_and_related(main: LexborNode) -> list[LexborNode]:
+    """The comment threads and related-content lists inside ``main`` (see above)."""
+    found = list(main.css(_COMMENT_THREADS))
+    found += [node for node in main.css(_COMMENT_LANDMARKS) if node.css_first(_COMMENT_MARKUP) is not None]
+    found += [node for node in main.css('[class*="related" i]')
+              if node.tag in _RELATED_TAGS
+              and any(_RELATED_CLASS.search(name) for name in (node.attributes.get("class") or "").split())]
+    return [node for node in found if node.mem_id != main.mem_id]
 
 
 # Inline styles that hide an element's text from sight (the style compacted: lower case, no
@@ -167,6 +199,7 @@ def strip_boilerplate(main: LexborNode) -> list[str]:
     hidden_texts = [hidden_text(node) for node in hidden
                     if not _has_ancestor_in(node, hidden_ids, stop=main)]
     doomed.extend(hidden)
+    doomed.extend(_readers_and_related(main))
     for node in main.css("header, aside"):
         if node.mem_id == main.mem_id:
             continue
@@ -351,7 +384,7 @@ class _SectionBuilder:
         if self.images:
             images, self.images = self.images, []
             for alt in images:
-                self.add_block(f"Image: {alt}")
+                self.add_block(IMAGE_PREFIX + alt)
 
     def end_section(self) -> None:
         self.flush()

@@ -300,6 +300,39 @@ def test_cookie_banners_go_but_articles_about_cookies_stay():
     ]
 
 
+def test_readers_comments_and_related_lists_go_but_a_section_called_comments_stays():
+    html = """<body><main><article><h1>Pear Tart</h1><p>Bake at 350°F for 40 minutes.</p>
+    <div class="wp-block-group related"><p>You'll also love</p><ul><li><a href="/plum">Plum cake at 325°F</a></li></ul></div>
+    <div id="comments" class="entry-comments"><h3>12 comments</h3><ol class="comment-list">
+      <li class="comment" id="comment-1"><div class="comment-content"><p>I baked it at 400°F, great!</p></div></li></ol>
+      <div id="respond" class="comment-respond"><h3>Leave a Reply</h3><form><label>Comment *</label><textarea></textarea></form></div>
+    </div></article></main></body>"""
+    text = all_text(extract(html, "https://x.example/").sections)
+    assert "Bake at 350°F for 40 minutes." in text
+    for visitors in ("400°F", "12 comments", "Leave a Reply", "Comment *", "also love", "Plum cake"):
+        assert visitors not in text, visitors
+    # A documentation section whose id is "comments" holds no comment markup: it is content.
+    docs = """<body><main><h1>Syntax</h1><section id="comments"><h2>Comments</h2>
+    <p>A comment starts with a hash character.</p></section></main></body>"""
+    assert "A comment starts with a hash character." in all_text(extract(docs, "https://x.example/").sections)
+
+
+@pytest.mark.skipif(not (FIXTURES / "jsonld" / "recipe-scrapers").is_dir(), reason="shared fixtures not checked out")
+@pytest.mark.parametrize(("page", "recipe", "readers"), [
+    # A reader's comment under the recipe, and the site's "related recipes" teasers.
+    ("savorythoughts.com__savorythoughts_2.html", "Set the oven to 350F", "rich, fudgy, with that coffee flavor"),
+    ("choosehomemade.org__choosehomemade_2.html", "Preheat oven to 400", "Strawberry Basil Popsicle"),
+    ("sugarmaplefarmhouse.com__sugarmaplefarmhouse_1.html", "Bacon", "Zuppa Toscana"),
+    ("hogarmania.com__hogarmania_3.html", "limón", "Recetas relacionadas"),
+])
+def test_real_recipe_pages_keep_the_recipe_and_lose_comments_and_teasers(page, recipe, readers):
+    raw = (FIXTURES / "jsonld" / "recipe-scrapers" / page).read_bytes()
+    doc = extract(raw, f"https://x.example/{page}")
+    text = all_text(doc.sections) + " ".join(f.text for f in doc.facts)
+    assert recipe in text
+    assert readers not in all_text(doc.sections)
+
+
 def test_sections_follow_the_heading_tree(structured_doc):
     assert [s.heading_path for s in structured_doc.sections] == [
         ("Shop | Visit",),

@@ -102,6 +102,36 @@ def test_a_price_question_prefers_the_product_fact_over_a_dish_that_mentions_it(
     assert all(n == 3 for n, _ in picked)
 
 
+RECIPE = source(5, "Harvest Pumpkin Muffins — recipe by Ana.\n\nTime: prep 10 min, cook 20 min.\n\n"
+                   "Ingredients: 2 cups rolled oats; 1 cup pumpkin puree; 1/4 cup honey; 2 large eggs; "
+                   "1 1/2 tsp baking powder.\n\nSteps: 1. Preheat the oven to 400°F.",
+                kind="fact", title="Harvest Pumpkin Muffins")
+STORAGE = source(6, "Image: Pumpkin muffins cooling on a rack\n\nThe muffins keep in an airtight container "
+                    "for up to 5 days.\n\nThey are best the day they are baked.", title="Harvest Pumpkin Muffins")
+MUFFIN_COUNTS = {**COUNTS, "pumpkin": 2, "muffins": 2, "honey": 1, "keep": 3, "oats": 1, "rack": 1}
+
+
+def muffin_quotes(question: str) -> list[str]:
+    selection = select(question, [RECIPE, STORAGE], term_weights(question, MUFFIN_COUNTS, 100))
+    return [q.text for q in selection.quotes]
+
+
+def test_a_structured_list_is_quoted_by_the_item_that_answers():
+    """"How much honey" quotes the honey, not the whole ingredient list (which, naming everything
+    in the dish, would otherwise lead any question about it)."""
+    assert muffin_quotes("How much honey goes in the pumpkin muffins?")[0] == "1/4 cup honey"
+
+
+def test_how_long_asks_for_a_length_of_time_not_any_number():
+    assert muffin_quotes("How long will the pumpkin muffins keep?")[0] == (
+        "The muffins keep in an airtight container for up to 5 days.")
+
+
+def test_an_image_s_alt_text_is_never_quoted():
+    quotes = muffin_quotes("Is there a picture of the pumpkin muffins on a rack?")
+    assert quotes and not any(q.startswith("Image:") or "cooling on a rack" in q for q in quotes)
+
+
 def test_a_follow_up_is_answered_in_the_conversation_s_context():
     history = [("Do you open on Sundays?", "Sunday: 8:00 am – 3:00 pm [1]")]
     carried = carried_subject("and on Saturdays?", history)
