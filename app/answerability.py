@@ -104,6 +104,10 @@ _OWNED_BY_VISITOR = frozenset({
 })
 
 
+#: Words written in capitals that name nothing: "does it freeze OK?", "open at 9 AM", "ASAP".
+_CAPITALS_NOT_NAMES = frozenset({"OK", "OKAY", "AM", "PM", "ASAP", "FYI", "BTW", "PLS", "PLZ", "THX", "TBH", "IMO", "LOL"})
+
+
 def question_names(question: str, lang: str) -> list[str]:
     """The words of a question that name something: an acronym ("MB", "OIDC", "S3"), a word with
     a capital inside ("OpenTelemetry", "SessionMiddleware") or a capitalised word that does not
@@ -123,7 +127,7 @@ def question_names(question: str, lang: str) -> list[str]:
         first, opens_sentence = opens_sentence, word.rstrip(_QUOTE_AFTER).endswith(_SENTENCE_END) or word == "→"
         owned, previous = previous in _OWNED_BY_VISITOR, core.lower()
         if (len(core) < 2 or not core[0].isalnum() or not any(c.isalpha() for c in core)
-                or owned or word.startswith("`")):
+                or owned or word.startswith("`") or core in _CAPITALS_NOT_NAMES):
             continue
         lower = any(c.islower() for c in core)
         acronym = not lower and any(c.isupper() for c in core)

@@ -321,6 +321,7 @@ def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_t
     ("how do i upload my package", "en", []),
     ("My UserModel fails with a 422 when I post a field called TotalCost", "en", []),  # the visitor's own
     ("why does `ItemOut` drop the price?", "en", []),  # code as the visitor wrote it
+    ("Does the soup freeze OK, and is it still good at 9 AM?", "en", []),  # capitals that name nothing
 ])
 def test_the_names_a_question_uses(question, lang, names):
     assert question_names(question, lang) == names
