@@ -105,7 +105,8 @@ _OWNED_BY_VISITOR = frozenset({
 
 
 #: Words written in capitals that name nothing: "does it freeze OK?", "open at 9 AM", "ASAP".
-_CAPITALS_NOT_NAMES = frozenset({"OK", "OKAY", "AM", "PM", "ASAP", "FYI", "BTW", "PLS", "PLZ", "THX", "TBH", "IMO", "LOL"})
+_CAPITALS_NOT_NAMES = frozenset({"OK", "OKAY", "AM", "PM", "ASAP", "FYI", "BTW", "PLS", "PLZ", "THX", "TBH", "IMO",
+                                 "LOL"})
 
 
 def question_names(question: str, lang: str) -> list[str]:
