@@ -96,6 +96,12 @@ _DURATION = re.compile(
     r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
     r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
+#: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
+_ASKS_TEMPERATURE = re.compile(
+    r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
+    r"quelle température|hur varm|grader)\b", re.I)
+_TEMPERATURE = re.compile(
+    r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
 _ASKS_CONTACT = re.compile(
     r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
@@ -106,7 +112,8 @@ _ASKS_HOWTO = re.compile(
 #: A question that opens with "how" / "cómo" / "wie" and a verb ("Wie lege ich fest…", "cómo le
 #: devuelvo…") asks how to do something too; "how much", "wie lange" ask for a number.
 _OPENS_WITH_HOW = re.compile(
-    r"^\W*(?:how|c[oó]mo|wie)\s+(?!much\b|many\b|long\b|old\b|big\b|often\b|viele?\b|lange\b|alt\b|oft\b|gro)",
+    r"^\W*(?:how|c[oó]mo|wie)\s+(?!much\b|many\b|long\b|old\b|big\b|often\b|hot\b|warm\b|cold\b|far\b|viele?\b"
+    r"|lange\b|alt\b|oft\b|hei(?:ß|ss)\b|gro)",
     re.I)
 
 
@@ -350,6 +357,7 @@ class _Asks(msgspec.Struct):
     date: bool
     count: bool
     duration: bool
+    temperature: bool
     howto: bool
     contact: bool
 
@@ -360,7 +368,7 @@ def _asks(question: str) -> _Asks:
              or not (_QUESTION_WORD.match(question) or "?" in question))
     return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
                  date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
-                 duration=bool(_ASKS_DURATION.search(question)),
+                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                  howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
 
 
@@ -396,6 +404,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "date": lambda text: bool(_DATE.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),
+    "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
     "api": lambda text: names_api(text),
     "command": lambda text: bool(_COMMAND_TEXT.search(text)),
@@ -403,7 +412,8 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
 
 
 def _evidence_bonus(text: str, asks: _Asks) -> float:
-    """What the question asks for, present in the unit: a price, a time, a date, a number."""
+    """What the question asks for, present in the unit: a price, a time, a date, a number, a length
+    of time, a temperature."""
     bonus = 0.0
     if asks.price and carries(text, "money"):
         bonus += 0.25
@@ -414,6 +424,8 @@ def _evidence_bonus(text: str, asks: _Asks) -> float:
     if asks.count and carries(text, "number"):
         bonus += 0.1
     if asks.duration and carries(text, "duration"):
+        bonus += 0.25
+    if asks.temperature and carries(text, "temperature"):
         bonus += 0.25
     if asks.contact and carries(text, "contact"):
         bonus += 0.25

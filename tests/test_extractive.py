@@ -127,6 +127,15 @@ def test_how_long_asks_for_a_length_of_time_not_any_number():
         "The muffins keep in an airtight container for up to 5 days.")
 
 
+def test_a_temperature_question_asks_for_degrees_not_any_number():
+    # Both name the oven and the muffins; only the second says how hot.
+    baking = source(7, "Bake the muffins in the oven for 20 minutes.\n\nHave the oven for the muffins at 400°F.",
+                    title="Harvest Pumpkin Muffins")
+    question = "How hot should the oven be for the muffins?"
+    selection = select(question, [baking], term_weights(question, {**MUFFIN_COUNTS, "oven": 3}, 100))
+    assert selection.lead == "Have the oven for the muffins at 400°F."
+
+
 def test_an_image_s_alt_text_is_never_quoted():
     quotes = muffin_quotes("Is there a picture of the pumpkin muffins on a rack?")
     assert quotes and not any(q.startswith("Image:") or "cooling on a rack" in q for q in quotes)
