@@ -62,6 +62,8 @@ _CONTINUES = re.compile(
     r"pero|sin embargo|as[ií] que|esto|eso|entonces|tambi[eé]n|aber|jedoch|das|dies|dann|sonst|stattdessen|auch)\b",
     re.I)
 
+#: A list item's mark ("- ", "2. ").
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
 #: items separated by "; ".
 _LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
@@ -333,8 +335,10 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
             for sentence in split_sentences(block):
                 found = block.find(sentence[:40], cursor)
                 cursor = found if found >= 0 else cursor
-                # A question is never an answer (a heading like "Do you deliver?").
-                if not sentence.rstrip().endswith(("?", "？")):
+                # A question is never an answer (a heading like "Do you deliver?"), nor is an
+                # image's alt text in a list ("- Image: Chicken Avocado Nachos").
+                asked = sentence.rstrip().endswith(("?", "？"))
+                if not (asked or _LIST_MARK.sub("", sentence).startswith(IMAGE_PREFIX)):
                     add(sentence, "sentence", line=block.count("\n", 0, cursor))
     return tuple(out)
 

@@ -106,7 +106,8 @@ RECIPE = source(5, "Harvest Pumpkin Muffins — recipe by Ana.\n\nTime: prep 10 
                    "Ingredients: 2 cups rolled oats; 1 cup pumpkin puree; 1/4 cup honey; 2 large eggs; "
                    "1 1/2 tsp baking powder.\n\nSteps: 1. Preheat the oven to 400°F.",
                 kind="fact", title="Harvest Pumpkin Muffins")
-STORAGE = source(6, "Image: Pumpkin muffins cooling on a rack\n\nThe muffins keep in an airtight container "
+STORAGE = source(6, "Image: Pumpkin muffins cooling on a rack\n\n- Image: Pumpkin bread on a rack\n- Pumpkin "
+                    "bread\n\nThe muffins keep in an airtight container "
                     "for up to 5 days.\n\nThey are best the day they are baked.", title="Harvest Pumpkin Muffins")
 MUFFIN_COUNTS = {**COUNTS, "pumpkin": 2, "muffins": 2, "honey": 1, "keep": 3, "oats": 1, "rack": 1}
 
@@ -138,7 +139,7 @@ def test_a_temperature_question_asks_for_degrees_not_any_number():
 
 def test_an_image_s_alt_text_is_never_quoted():
     quotes = muffin_quotes("Is there a picture of the pumpkin muffins on a rack?")
-    assert quotes and not any(q.startswith("Image:") or "cooling on a rack" in q for q in quotes)
+    assert quotes and not any("Image:" in q or "on a rack" in q for q in quotes)
 
 
 def test_a_follow_up_is_answered_in_the_conversation_s_context():
