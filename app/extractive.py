@@ -271,7 +271,8 @@ def is_code(block: str) -> bool:
     lines = [line for line in block.split("\n") if line.strip()]
     if len(lines) < 2 and not (lines and _CODE_LINE.search(lines[0]) and not lines[0].rstrip().endswith(".")):
         return False
-    items = [bool(_PROSE_ITEM.match(line)) for line in lines]
+    # An image's alt text ("- Image: Basic Guacamole") is never code: a list of pictures is not a program.
+    items = [bool(_PROSE_ITEM.match(line)) or _LIST_MARK.sub("", line).startswith(IMAGE_PREFIX) for line in lines]
     coded = sum(bool(_CODE_LINE.search(line)) and not item for line, item in zip(lines, items, strict=True))
     prose = sum(item or (line.rstrip().endswith((".", "!")) and len(line.split()) > 6)
                 for line, item in zip(lines, items, strict=True))

@@ -246,6 +246,8 @@ def test_a_list_of_words_is_prose_not_code():
                        "- Added documentation for python_requires. (PR #338)\n- Added a note (PR #335)")
     assert not is_code("- Installation\n  - Install packages in a virtual environment using pip and venv\n"
                        "  - Installing packages using virtualenv")
+    assert not is_code("- Image: Basic Guacamole\n  No Bake Basic Guacamole\n- Image: Tuscan Bean Soup\n"
+                       "  Pressure Cooker Tuscan Bean Soup")  # pictures of other recipes, with their captions
     assert is_code("pip install foo\npython -m build\ntwine upload dist/*")
     assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
 
