@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -206,13 +207,15 @@ def retrieval_metrics(report) -> dict[str, float]:
     return {k: getattr(report, k) for k in ("ndcg_at_10", "recall_at_10", "recall_at_100", "mrr_at_10")}
 
 
-def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> None:
-    report = ev.run_golden(ctx, ctx.tenant(tenant_id), ev.load_golden(EVAL / golden), golden_name=golden)
+def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.GoldenReport:
+    report = ev.run_golden(ctx, ctx.tenant(tenant_id), ev.load_golden(EVAL / golden), golden_name=golden,
+                           keep_rows=True)
     markdown = ev.golden_markdown(report)
     print("\n" + markdown)  # shown with -s / -rP: the numbers behind floors.json
     assert_floors(f"golden set {golden}", report.metrics, floors, markdown)
     for lang, lang_floors in floors.get("by_lang", {}).items():
         assert_floors(f"golden set {golden} ({lang})", report.by_lang[lang], lang_floors, markdown)
+    return report
 
 
 # The held-out sets (tests/eval/heldout/) were written by a colleague who did not know how
@@ -320,6 +323,29 @@ def demo_ctx(tmp_path_factory):
 @pytest.mark.slow
 def test_demo_site_golden_set_stays_above_its_floors(demo_ctx):
     check_golden(demo_ctx, "demo", "heldout/demo.jsonl", FLOORS["demo_heldout"])
+
+
+RECIPES = FIXTURES / "jsonld" / "recipe-scrapers"
+
+
+@pytest.fixture(scope="module")
+def recipes_ctx(tmp_path_factory):
+    """35 real recipe-blog pages (six languages, readers' comments, related-recipe grids, Recipe
+    data) indexed as one site: a site of another kind than the documentation and the shop."""
+    context = folder_context(tmp_path_factory, "recipes", RECIPES, "http://127.0.0.1:8767")
+    yield context
+    context.close()
+
+
+@pytest.mark.slow
+def test_recipe_site_golden_set_stays_above_its_floors_and_never_quotes_a_reader(recipes_ctx):
+    report = check_golden(recipes_ctx, "recipes", "blind3/recipes.jsonl", FLOORS["recipes_blind3"])
+    answers = [row.answer for row in report.rows or [] if row.answered]
+    assert len(answers) > 40
+    # Readers' comments are not the site: no answer quotes one ("… says", "Reply", a comment's time).
+    quoting_readers = [a for a in answers if re.search(r"\bReply\b|\bsays\b|\d{4} at \d{1,2}:\d{2}", a)]
+    assert not quoting_readers, quoting_readers
+    assert not [a for a in answers if "Image:" in a]
 
 
 @pytest.mark.slow
