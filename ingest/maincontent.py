@@ -95,15 +95,28 @@ _COMMENT_MARKUP = ".comment, .comment-body, .comment-content, .comment-meta, [id
 # related-pages) on a block that holds such a list.
 _RELATED_CLASS = re.compile(r"(?:^|[-_])related", re.IGNORECASE)
 _RELATED_TAGS = frozenset(("div", "section", "aside", "ul", "ol"))
+# WordPress names a post's tags and categories in its classes ("tag-related-reading"): not a list.
+_TAXONOMY_CLASS = re.compile(r"^(?:tag|category|categories|post_tag|post|type|format)-", re.IGNORECASE)
+
+
+def _is_related_list(node: LexborNode, main_chars: int) -> bool:
+    """A block marked as related content that is a list of other pages, not the page itself: it
+    holds no <h1> (the page's title sits in the page's own content) and under half of its text."""
+    names = (node.attributes.get("class") or "").split()
+    if node.tag not in _RELATED_TAGS or not any(
+            _RELATED_CLASS.search(name) and not _TAXONOMY_CLASS.match(name) for name in names):
+        return False
+    return node.css_first("h1") is None and len(node.text(deep=True)) * 2 < main_chars
 
 
 def _readers_and_related(main: LexborNode) -> list[LexborNode]:
     """The comment threads and related-content lists inside ``main`` (see above)."""
     found = list(main.css(_COMMENT_THREADS))
     found += [node for node in main.css(_COMMENT_LANDMARKS) if node.css_first(_COMMENT_MARKUP) is not None]
-    found += [node for node in main.css('[class*="related" i]')
-              if node.tag in _RELATED_TAGS
-              and any(_RELATED_CLASS.search(name) for name in (node.attributes.get("class") or "").split())]
+    related = main.css('[class*="related" i]')
+    if related:
+        main_chars = len(main.text(deep=True))
+        found += [node for node in related if _is_related_list(node, main_chars)]
     return [node for node in found if node.mem_id != main.mem_id]
 
 

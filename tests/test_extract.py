@@ -311,6 +311,12 @@ def test_readers_comments_and_related_lists_go_but_a_section_called_comments_sta
     assert "Bake at 350°F for 40 minutes." in text
     for visitors in ("400°F", "12 comments", "Leave a Reply", "Comment *", "also love", "Plum cake"):
         assert visitors not in text, visitors
+    # A post tagged "related reading" (WordPress: class="tag-related-reading") is still the post.
+    tagged = """<body><main><div class="post tag-related-reading"><h2>Pear Tart</h2><p>Bake at 350°F.</p></div>
+    <div class="has-related-posts-inside"><h1>Plum Cake</h1><p>Bake the plum cake at 325°F for an hour,
+    then let it cool in the tin.</p></div></main></body>"""
+    kept = all_text(extract(tagged, "https://x.example/").sections)
+    assert "Bake at 350°F." in kept and "Bake the plum cake" in kept
     # A documentation section whose id is "comments" holds no comment markup: it is content.
     docs = """<body><main><h1>Syntax</h1><section id="comments"><h2>Comments</h2>
     <p>A comment starts with a hash character.</p></section></main></body>"""
