@@ -3,23 +3,21 @@ from it (navigation, sidebars, footers, hidden and cookie-banner elements, reade
 related-post lists), and its text cut into heading-scoped Sections (lists, tables, code blocks,
 definition lists and image alt text kept).
 
-Indexable text is what a visitor can see: element text, and the alt text of an image that is
-shown. Text a visitor cannot see is never indexed: hidden elements (``hidden``, aria-hidden,
-display:none, visibility:hidden, zero or one-pixel fonts and boxes, off-screen positions,
-clipping, transparent text, hiding utility classes), ``<template>``, comments, and the alt text
-of hidden or tracking-pixel images. `strip_boilerplate` returns the text of the hidden elements it
-removed, so that extraction can look there for instructions aimed at an AI.
+Indexable text is what a visitor can see (`ingest/visible.py` says what is hidden): element text,
+and the alt text of an image that is shown; never hidden elements, ``<template>``, HTML comments,
+or the alt text of hidden or tracking-pixel images. `strip_boilerplate` returns the text of the
+hidden elements it removed, so that extraction can look there for instructions aimed at an AI.
 """
 
 from __future__ import annotations
 
-import html as html_lib
 import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from ingest.document import Section
 from ingest.text import collapse_whitespace
+from ingest.visible import BLOCKS, MAY_BE_HIDDEN, flat_text, hidden_text, image_alt, is_hidden
 
 #: How a shown image's alt text opens its own block of a page's text.
 IMAGE_PREFIX = "Image: "
@@ -120,81 +118,6 @@ def _readers_and_related(main: LexborNode) -> list[LexborNode]:
     return [node for node in found if node.mem_id != main.mem_id]
 
 
-# Inline styles that hide an element's text from sight (the style compacted: lower case, no
-# spaces). Opacity 0 is left out on purpose: sites fade content in from it.
-_HIDING_STYLE = re.compile(
-    r"display:none|visibility:(?:hidden|collapse)|font-size:(?:0(?:\.\d+)?|1)(?:px|pt|em|rem|%)?(?:;|$|!)"
-    r"|(?:left|top|right|bottom|margin-left|margin-top|text-indent):-\d{3,}"
-    r"|clip:rect\(0(?:px)?[,)]|clip:rect\(0(?:px)?0|clip-path:inset\(50%|transform:scale\(0\)"
-    r"|color:transparent|color:rgba\([\d.,]+,0\)"
-)
-_BOX_COLLAPSED = re.compile(r"(?:^|;)(?:max-)?(?:height|width):(?:0|1px)(?:px)?(?:;|$|!)")
-_HIDING_CLASSES = {
-    "visually-hidden", "visuallyhidden", "sr-only", "screen-reader-text", "screen-reader-only", "hidden",
-    "is-hidden", "d-none", "hide", "invisible", "display-none", "u-hidden", "element-invisible", "offscreen",
-}  # fmt: skip
-# "hidden md:block", "d-none d-lg-block": hidden on small screens only, shown on others.
-_SHOWN_AT_SOME_WIDTH = re.compile(r"^(?:[a-z0-9]+:(?:block|flex|inline|inline-block|grid|table|contents)"
-                                  r"|d-(?:sm|md|lg|xl|xxl)-(?:block|flex|inline|inline-block|grid|table))$")
-
-
-# The elements `is_hidden` can say yes to: a class attribute counts only when it holds one of
-# the hiding classes' names (ASCII case aside). Asking `is_hidden` of every element with a class
-# took ~8 ms on a documentation page with ~1,800 of them.
-_MAY_BE_HIDDEN = ", ".join(["[hidden]", "[aria-hidden]", "[style]", "template",
-                            *(f'[class*="{name}" i]' for name in sorted(_HIDING_CLASSES))])
-
-
-def hidden_by_style(style: str) -> bool:
-    """Whether an inline style hides the element's text from sight."""
-    compact = "".join(style.lower().split())
-    if not compact:
-        return False
-    if _HIDING_STYLE.search(compact):
-        return True
-    return "overflow:hidden" in compact and _BOX_COLLAPSED.search(compact) is not None
-
-
-def hidden_by_class(classes: str) -> bool:
-    """Whether the element carries a utility class that hides it at every screen width."""
-    names = classes.lower().split()
-    return bool(_HIDING_CLASSES.intersection(names)) and not any(_SHOWN_AT_SOME_WIDTH.match(n) for n in names)
-
-
-def is_hidden(node: LexborNode) -> bool:
-    """Whether a visitor cannot see the element (its own attributes; ancestors are not checked).
-
-    A ``hidden`` tab panel is real content behind a tab: it counts as shown.
-    """
-    attrs = node.attributes
-    if node.tag == "template":
-        return True
-    if "hidden" in attrs and attrs.get("role") != "tabpanel":
-        return True
-    if (attrs.get("aria-hidden") or "").strip().lower() == "true":
-        return True
-    style = attrs.get("style")
-    if style and hidden_by_style(style):
-        return True
-    classes = attrs.get("class")
-    return bool(classes and hidden_by_class(classes))
-
-
-def _tiny(value: str | None) -> bool:
-    value = (value or "").strip().lower().removesuffix("px")
-    return value.isdigit() and int(value) <= 2
-
-
-def image_alt(node: LexborNode) -> str:
-    """The alt text of an image a visitor sees ("" for tracking pixels and hidden images)."""
-    attrs = node.attributes
-    if _tiny(attrs.get("width")) or _tiny(attrs.get("height")) or is_hidden(node):
-        return ""
-    if (attrs.get("role") or "").lower() in ("presentation", "none"):
-        return ""
-    return collapse_whitespace(attrs.get("alt") or "")
-
-
 # Cookie banners are matched by their id or class only: a selector as loose as
 # [aria-label*=cookie] also matches <article aria-label="Rocky Road Cookies">.
 def strip_boilerplate(main: LexborNode) -> list[str]:
@@ -206,7 +129,7 @@ def strip_boilerplate(main: LexborNode) -> list[str]:
     stay there. A ``hidden`` tab panel is real content behind a tab, and stays too.
     """
     doomed = [node for node in main.css(_ALWAYS_DROPPED) if node.mem_id != main.mem_id]  # css() can match main
-    hidden = [node for node in main.css(_MAY_BE_HIDDEN) if node.mem_id != main.mem_id and is_hidden(node)]
+    hidden = [node for node in main.css(MAY_BE_HIDDEN) if node.mem_id != main.mem_id and is_hidden(node)]
     hidden_ids = {node.mem_id for node in hidden}
     # The outermost hidden elements, for their text (an inner one's text is in its ancestor's).
     hidden_texts = [hidden_text(node) for node in hidden
@@ -238,23 +161,7 @@ def _has_ancestor_in(node: LexborNode, ids: set[int], stop: LexborNode) -> bool:
     return False
 
 
-_TAGS = re.compile(r"<[^<>]*>")  # [^<>]: linear on a run of "<" without ">" ([^>] is quadratic)
-
-
-def hidden_text(node: LexborNode) -> str:
-    """The text inside a hidden element, image alt text included (a template's too)."""
-    if node.tag == "template":  # its content is a separate fragment: read it from the markup
-        return collapse_whitespace(html_lib.unescape(_TAGS.sub(" ", node.html or "")))
-    return flat_text(node)
-
-
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
-_BLOCKS = {
-    "address", "article", "aside", "blockquote", "body", "caption", "center", "dd", "details",
-    "dialog", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "header",
-    "hgroup", "legend", "main", "p", "section", "summary", "tbody", "td", "tfoot", "th",
-    "thead", "tr", "li", "ul", "ol", "menu", "table", "html",
-}  # fmt: skip
 _LISTS = {"ul", "ol", "menu"}
 _ENTER, _EXIT = 0, 1
 # What enter() asks of the walk: skip the children, walk them, or walk them and call leave().
@@ -269,26 +176,6 @@ _JUNK_BLOCK = re.compile(
     re.IGNORECASE,
 )
 _FILENAME_ALT = re.compile(r"^[\w-]+\.(?:png|jpe?g|gif|svg|webp|avif)$", re.IGNORECASE)
-
-
-def flat_text(node: LexborNode) -> str:
-    """Text of a subtree on one line, with a space wherever a block element breaks it."""
-    pieces: list[str] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        tag = current.tag
-        if tag == "-text":
-            pieces.append(current.text_content or "")
-            continue
-        if tag == "-comment":
-            continue
-        if tag in _BLOCKS or tag == "br":
-            pieces.append(" ")
-        elif tag == "img":
-            pieces.append(image_alt(current))
-        stack.extend(reversed(list(current.iter(include_text=True))))
-    return collapse_whitespace("".join(pieces))
 
 
 def heading_text(node: LexborNode) -> str:
@@ -472,7 +359,7 @@ class _SectionBuilder:
             self.flush()
             self.prefix = self._list_marker()
             return _DESCEND_AND_LEAVE
-        if tag in _BLOCKS:
+        if tag in BLOCKS:
             self.flush()
             return _DESCEND_AND_LEAVE
         return _SKIP if tag in ("-comment", None) else _DESCEND
