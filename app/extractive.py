@@ -318,14 +318,15 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
             continue  # a shown image's alt text ("Image: Banana Cue Final") names a picture, answers nothing
         if faq:
             add(faq.group("a"), "faq", faq.group("q"))
-        elif number == 0 and kind in ("fact", "form", "action"):
-            add(block, "fact")
         elif kind == "fact" and (items := _LABELLED_LIST.match(block)) and items.group("items").count("; ") >= 2:
             # "Ingredients: 2/3 cup peanut butter; 1 cup oats; …": each item is a unit, so that
             # "how much sugar" quotes the sugar, and a long list cannot lead every question about
-            # its dish on the strength of naming everything in it.
+            # its dish on the strength of naming everything in it (also where a long fact's next
+            # chunk opens with the list).
             for line, item in enumerate(items.group("items").rstrip(".").split("; ")):
                 add(item, "sentence", items.group("label"), line=line)
+        elif number == 0 and kind in ("fact", "form", "action"):
+            add(block, "fact")
         elif (rows := _table_rows(block)) is not None:
             for row, header in rows:
                 add(row, "row", header)

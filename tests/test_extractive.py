@@ -121,6 +121,11 @@ def test_a_structured_list_is_quoted_by_the_item_that_answers():
     """"How much honey" quotes the honey, not the whole ingredient list (which, naming everything
     in the dish, would otherwise lead any question about it)."""
     assert muffin_quotes("How much honey goes in the pumpkin muffins?")[0] == "1/4 cup honey"
+    # Also where a long fact's next chunk opens with the list.
+    rest = source(8, "Ingredients: 2 cups rolled oats; 1 cup pumpkin puree; 1/4 cup honey.\n\nSteps: 1. Mix.",
+                  kind="fact", title="Harvest Pumpkin Muffins")
+    question = "How much honey goes in the pumpkin muffins?"
+    assert select(question, [rest], term_weights(question, MUFFIN_COUNTS, 100)).lead == "1/4 cup honey"
 
 
 def test_how_long_asks_for_a_length_of_time_not_any_number():
