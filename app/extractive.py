@@ -26,6 +26,14 @@ from collections.abc import Callable, Mapping, Sequence
 import msgspec
 import numpy as np
 
+from app.asks import (
+    ASK_WORD,
+    ASK_WORD_FACTOR,
+    Asks,
+    asks_of,
+    carries,
+    evidence_bonus,
+)
 from app.prompt import Source
 from ingest.chunk import split_sentences
 from ingest.maincontent import IMAGE_PREFIX
@@ -69,63 +77,8 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 _WORD = re.compile(r"\w+")
-_HAS_NUMBER = re.compile(r"[\d$€£¥]")
-_TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
-_MONEY = re.compile(r"[$€£¥]\s?\d|\d\s?(?:€|eur|usd|dollars?|euros?)\b", re.I)
-_DATE = re.compile(
-    r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.I)
 _CODE_LINE = re.compile(r"^\s{2,}\S|[=(){}\[\]]|^\s*(?:\$|>>>|\.\.\.|#|//|from |import |def |class |pip |python )")
 
-# What a question asks for, in the languages the sites are written in.
-_ASKS_PRICE = re.compile(
-    r"\b(how much|price|prices|cost|costs|fee|fees|pay|charge|cheap|expensive|"
-    r"cu[aá]nto cuesta|cu[aá]nto vale|precio|precios|cuesta|coste|"
-    r"wie ?viel|preis|preise|kostet|kosten|gebühr)\b", re.I)
-_ASKS_TIME = re.compile(
-    r"\b(when|what time|hours?|open|opens|opening|close|closes|closing|until|"
-    r"cu[aá]ndo|horario|hora|abr[ei]s?|abiert[oa]s?|cierra|"
-    r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
-_ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
-_ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
-#: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
-#: not (an ingredient list is full of numbers).
-_ASKS_DURATION = re.compile(
-    r"\b(how long|how many (?:minutes|hours|days|weeks|months|years)|cu[aá]nto tiempo|cu[aá]nt[oa]s "
-    r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge)\b", re.I)
-_DURATION = re.compile(
-    r"\d\s*(?:min(?:ute)?s?|hrs?|hours?|days?|weeks?|months?|years?|secs?|seconds?|"
-    r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
-    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
-    r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
-#: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
-_ASKS_TEMPERATURE = re.compile(
-    r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
-    r"quelle température|hur varm|grader)\b", re.I)
-_TEMPERATURE = re.compile(
-    r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
-_ASKS_CONTACT = re.compile(
-    r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
-_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-_ASKS_HOWTO = re.compile(
-    r"\b(how (?:do|can|should|to)|how would|what(?:'s| is) the (?:way|command)|example|"
-    r"c[oó]mo (?:puedo|hago|se)|wie (?:kann|mache|erstelle))\b", re.I)
-#: A question that opens with "how" / "cómo" / "wie" and a verb ("Wie lege ich fest…", "cómo le
-#: devuelvo…") asks how to do something too; "how much", "wie lange" ask for a number.
-_OPENS_WITH_HOW = re.compile(
-    r"^\W*(?:how|c[oó]mo|wie)\s+(?!much\b|many\b|long\b|old\b|big\b|often\b|hot\b|warm\b|cold\b|far\b|viele?\b"
-    r"|lange\b|alt\b|oft\b|hei(?:ß|ss)\b|gro)",
-    re.I)
-
-
-#: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.
-ASK_WORD_FACTOR = 0.3
-_ASK_WORD = re.compile(
-    r"much|many|long|price|prices|cost|costs|fee|fees|pay|charge|when|time|hours?|open|opens|opening|"
-    r"close|closes|closing|date|day|precio|precios|cuesta|cuesta|horario|hora|abre|abren|abiertos?|"
-    r"cierra|fecha|preis|preise|kostet|kosten|wann|uhrzeit|öffnungszeiten|geöffnet|datum|"
-    r"number|phone|telephone|e-?mail|tel[eé]fono|correo|telefon\w*", re.I)
 
 
 class Unit(msgspec.Struct, kw_only=True):
@@ -213,7 +166,7 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
                 continue
             # "price", "open", "when": what kind of answer is wanted, which the evidence bonus
             # rewards; as words they would favour any price list over the item asked.
-            factor_here = factor * ASK_WORD_FACTOR if _ASK_WORD.fullmatch(term) else factor
+            factor_here = factor * ASK_WORD_FACTOR if ASK_WORD.fullmatch(term) else factor
             # Square-rooted: on a small site every uncommon word is rare, and a plain idf lets
             # "know" or "inside" outweigh the words that name the topic.
             idf = math.sqrt(math.log(1.0 + (total + 1.0) / (count + 1.0)))
@@ -350,39 +303,6 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
 # ---------------------------------------------------------------------------------------------
 
 
-_QUESTION_WORD = re.compile(
-    r"\s*[¿¡]?\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|do|does|did|can|could|should|"
-    r"would|will|was|were|has|have|qu[eé]|cu[aá]l|qui[eé]n|cu[aá]ndo|d[oó]nde|por qu[eé]|c[oó]mo|"
-    r"cu[aá]nto|puedo|hay|es|son|was|welche[rsn]?|wer|wann|wo|warum|wie|kann|ist|sind|gibt)\b", re.I)
-_API_NAME = re.compile(r"`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(")
-
-
-class _Asks(msgspec.Struct):
-    price: bool
-    time: bool
-    date: bool
-    count: bool
-    duration: bool
-    temperature: bool
-    howto: bool
-    contact: bool
-
-
-def _asks(question: str) -> _Asks:
-    # An imperative ("serve static files", "statische Dateien ausliefern") asks how to do it.
-    howto = (bool(_ASKS_HOWTO.search(question) or _OPENS_WITH_HOW.match(question))
-             or not (_QUESTION_WORD.match(question) or "?" in question))
-    return _Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
-                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
-                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
-                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
-
-
-def names_api(text: str) -> bool:
-    """Whether a sentence names an API: CamelCase, snake_case or dotted.names, or `code`."""
-    return bool(_API_NAME.search(text))
-
-
 def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozenset[str],
               answered: frozenset[str] = frozenset()) -> float:
     """Share of the question's term weight a unit uses, words only in what it is about at half.
@@ -396,46 +316,6 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
 
 
-@functools.lru_cache(maxsize=16384)
-def carries(text: str, what: str) -> bool:
-    """Whether a unit's text carries `what` (a key of `_CARRIED`: a price, a time, an API name…).
-    Looked for only when a question asks for it, and remembered: the same texts come back
-    question after question."""
-    return _CARRIED[what](text)
-
-
-_CARRIED: dict[str, Callable[[str], bool]] = {
-    "money": lambda text: bool(_MONEY.search(text)),
-    "time": lambda text: bool(_TIME.search(text)),
-    "date": lambda text: bool(_DATE.search(text)),
-    "number": lambda text: bool(_HAS_NUMBER.search(text)),
-    "duration": lambda text: bool(_DURATION.search(text)),
-    "temperature": lambda text: bool(_TEMPERATURE.search(text)),
-    "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
-    "api": lambda text: names_api(text),
-    "command": lambda text: bool(_COMMAND_TEXT.search(text)),
-}
-
-
-def _evidence_bonus(text: str, asks: _Asks) -> float:
-    """What the question asks for, present in the unit: a price, a time, a date, a number, a length
-    of time, a temperature."""
-    bonus = 0.0
-    if asks.price and carries(text, "money"):
-        bonus += 0.25
-    if asks.time and carries(text, "time"):
-        bonus += 0.25
-    if asks.date and carries(text, "date"):
-        bonus += 0.15
-    if asks.count and carries(text, "number"):
-        bonus += 0.1
-    if asks.duration and carries(text, "duration"):
-        bonus += 0.25
-    if asks.temperature and carries(text, "temperature"):
-        bonus += 0.25
-    if asks.contact and carries(text, "contact"):
-        bonus += 0.25
-    return bonus
 
 
 #: What a unit is scored on. Each is cheap: words, kinds and the similarities retrieval already
@@ -484,8 +364,6 @@ UNIT_WEIGHTS = np.array([
 ])
 
 _COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
-_COMMAND_TEXT: re.Pattern[str] = re.compile(
-    r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
 _NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|when|cu[aá]nt[oa]s?|wie viele?|wann)\b",
                        re.I)
 
@@ -501,16 +379,16 @@ def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
 
 
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
-                  asks: _Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
+                  asks: Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
     """One row of FEATURES per unit."""
     features = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
     command_question = asks.howto or bool(_COMMAND_Q.search(question))
     number_question = bool(_NUMBER_Q.search(question))
     question_stems = stems(question)
-    ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if _ASK_WORD.fullmatch(w))
+    ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w))
     for i, unit in enumerate(units):
         source = sources[unit.source]
-        evidence = _evidence_bonus(unit.text, asks)
+        evidence = evidence_bonus(unit.text, asks)
         answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
         if asks.howto and unit.kind == "sentence" and carries(unit.text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
@@ -546,7 +424,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     """Score every unit of the top sources for this question and choose what to quote.
     `passages` gives whole pages for some sources (by index), so the sentence that answers is
     found even when the retrieved chunk of its page was another."""
-    asks = _asks(question)
+    asks = asks_of(question)
     passages = passages or {}
     units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
     if not units:

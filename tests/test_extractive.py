@@ -300,13 +300,13 @@ def test_the_lead_sentence_is_skipped_only_when_its_similarity_cannot_change_the
 def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_the_api():
     """"Wie lege ich fest…" asks how to do something as "how do I" does, and the example shown is
     the one that fits the question, not merely the shortest on the page."""
-    from app.extractive import _asks
+    from app.asks import asks_of
 
-    assert _asks("Wie lege ich fest, dass ein Query-Parameter höchstens 50 Zeichen lang sein darf?").howto
-    assert _asks("¿cómo le devuelvo un error 404?").howto
-    assert _asks("How does a program know it runs in a virtual environment?").howto
-    assert not _asks("How much is a latte?").howto
-    assert not _asks("Wie lange dauert der Kurs?").howto
+    assert asks_of("Wie lege ich fest, dass ein Query-Parameter höchstens 50 Zeichen lang sein darf?").howto
+    assert asks_of("¿cómo le devuelvo un error 404?").howto
+    assert asks_of("How does a program know it runs in a virtual environment?").howto
+    assert not asks_of("How much is a latte?").howto
+    assert not asks_of("Wie lange dauert der Kurs?").howto
     page = source(1, "You can define background tasks, such as write_notification, to be run after returning a "
                      "response. "
                      "Sending an email, for one, takes seconds.\n\n"
