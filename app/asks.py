@@ -131,22 +131,16 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
 }
 
 
+#: (what a question asks for, what a text must carry for it, the bonus a unit that carries it gets)
+_EVIDENCE = (("price", "money", 0.25), ("time", "time", 0.25), ("date", "date", 0.15), ("count", "number", 0.1),
+             ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25))
+
+
 def evidence_bonus(text: str, asks: Asks) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number, a length
-    of time, a temperature."""
+    of time, a temperature, a way to reach someone."""
     bonus = 0.0
-    if asks.price and carries(text, "money"):
-        bonus += 0.25
-    if asks.time and carries(text, "time"):
-        bonus += 0.25
-    if asks.date and carries(text, "date"):
-        bonus += 0.15
-    if asks.count and carries(text, "number"):
-        bonus += 0.1
-    if asks.duration and carries(text, "duration"):
-        bonus += 0.25
-    if asks.temperature and carries(text, "temperature"):
-        bonus += 0.25
-    if asks.contact and carries(text, "contact"):
-        bonus += 0.25
+    for asked, carried, value in _EVIDENCE:
+        if getattr(asks, asked) and carries(text, carried):
+            bonus += value
     return bonus
