@@ -131,6 +131,13 @@ def test_a_structured_list_is_quoted_by_the_item_that_answers():
 def test_how_long_asks_for_a_length_of_time_not_any_number():
     assert muffin_quotes("How long will the pumpkin muffins keep?")[0] == (
         "The muffins keep in an airtight container for up to 5 days.")
+    # Both name the muffins and keeping them, both hold a number; only the second says how long.
+    keeping = source(9, "Keep the muffins in a tin with 2 sheets of paper.\n\nKeep the muffins in a tin for 5 days.",
+                     title="Harvest Pumpkin Muffins")
+    question = "How long do the muffins keep in a tin?"
+    counts = {**MUFFIN_COUNTS, "tin": 2}
+    assert select(question, [keeping], term_weights(question, counts, 100)).lead == (
+        "Keep the muffins in a tin for 5 days.")
 
 
 def test_a_temperature_question_asks_for_degrees_not_any_number():
