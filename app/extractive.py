@@ -36,7 +36,7 @@ from app.asks import (
 )
 from app.prompt import Source
 from ingest.chunk import split_sentences
-from ingest.maincontent import IMAGE_PREFIX
+from ingest.document import IMAGE_PREFIX
 from store.pages import PagePassage
 from store.search import content_terms
 

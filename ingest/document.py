@@ -12,6 +12,8 @@ from ingest.injection import Finding
 
 #: Chunk and section kinds, as stored in the tenant file (the CHECK in store/migrations.py).
 KINDS = ("prose", "fact", "faq", "form", "action")
+#: How a shown image's alt text opens its own block of a section's text ("Image: Banana Cue").
+IMAGE_PREFIX = "Image: "
 
 
 class Section(msgspec.Struct, frozen=True):

@@ -15,12 +15,9 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from ingest.document import Section
+from ingest.document import IMAGE_PREFIX, Section
 from ingest.text import collapse_whitespace
 from ingest.visible import BLOCKS, MAY_BE_HIDDEN, flat_text, hidden_text, image_alt, is_hidden
-
-#: How a shown image's alt text opens its own block of a page's text.
-IMAGE_PREFIX = "Image: "
 
 # Content-management fallbacks, tried only when a page has no <main>, role=main or <article>.
 _CONTENT_FALLBACKS = (

@@ -38,7 +38,7 @@ APP_MAY_IMPORT_FROM_INGEST = {
     "ingest.crawl.netguard": "outgoing webhooks use the crawler's SSRF guard",
     "ingest.crawl.urls": "the console says why a page was never reached with the crawler's own UrlPolicy",
     "ingest.crawl_report": "the CLI prints a crawl's progress and page-limit notice; jobs keep its progress",
-    "ingest.document": "BEIR evaluation builds Documents from corpus entries",
+    "ingest.document": "BEIR evaluation builds Documents; extractive answers know the alt-text prefix of its sections",
     "ingest.embed": "questions are embedded by the same embedder object as documents (DESIGN.md)",
     "ingest.embed_stage": "a server embeds what a killed crawl left pending; the answer measures pending passages",
     "ingest.facts": "the visitor's page JSON-LD is worded as facts the way indexed pages' are",
