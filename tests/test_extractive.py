@@ -165,6 +165,9 @@ def test_a_follow_up_is_answered_in_the_conversation_s_context():
     ("and on Saturdays?", True), ("how much is it?", True), ("¿y los sábados?", True),
     ("und am Sonntag?", True), ("what about gluten free bread", True),
     ("how do I pip install my package from it afterwards?", True),  # "it": the subject before
+    ("could I make it a couple of days early? how would I warm it back up?", True),  # six words, "it"
+    ("does this guide explain how wheel files store compiled extension modules for several platforms?",
+     False),  # a pronoun, but a subject of its own
     ("do you sell gift cards for christmas", False), ("¿tenéis opciones sin gluten para celíacos?", False),
 ])
 def test_which_questions_lean_on_the_conversation(question, leans):
