@@ -80,7 +80,6 @@ _WORD = re.compile(r"\w+")
 _CODE_LINE = re.compile(r"^\s{2,}\S|[=(){}\[\]]|^\s*(?:\$|>>>|\.\.\.|#|//|from |import |def |class |pip |python )")
 
 
-
 class Unit(msgspec.Struct, kw_only=True):
     """A piece of a source that may be quoted whole."""
 
