@@ -35,6 +35,7 @@ from app.asks import (
     evidence_bonus,
 )
 from app.prompt import Source
+from app.terminal import typed_commands
 from ingest.chunk import split_sentences
 from ingest.document import IMAGE_PREFIX
 from store.pages import PagePassage
@@ -387,21 +388,24 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w))
     for i, unit in enumerate(units):
         source = sources[unit.source]
-        evidence = evidence_bonus(unit.text, asks)
+        # A terminal session counts by what the reader types, not by what the program prints.
+        typed = typed_commands(unit.text) if unit.kind == "code" else None
+        text = unit.text if typed is None else typed
+        evidence = evidence_bonus(text, asks)
         answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
-        if asks.howto and unit.kind == "sentence" and carries(unit.text, "api"):
+        if asks.howto and unit.kind == "sentence" and carries(text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         features[i, :15] = (
-            _coverage(weights, stems(unit.text), stems(unit.about), answered),
+            _coverage(weights, stems(text), stems(unit.about), answered),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
             evidence,
             unit.kind == "faq", unit.kind == "fact", unit.kind == "row", unit.kind == "code",
-            min(len(unit.text), 600) / 300,
+            min(len(text), 600) / 300,
             unit.position < 3,
-            command_question and (unit.kind == "code" or carries(unit.text, "command")),
-            number_question and carries(unit.text, "number"),
+            command_question and ((unit.kind == "code" and typed != "") or carries(text, "command")),
+            number_question and carries(text, "number"),
             bool(page_url) and source.url == page_url,
             unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
             and bool(subject & stems(unit.text.split(" — ", 1)[0])),

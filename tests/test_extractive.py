@@ -267,6 +267,33 @@ def test_a_list_of_words_is_prose_not_code():
     assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
 
 
+def test_a_terminal_session_counts_by_the_commands_typed_not_by_what_they_print():
+    """Twenty lines of `pipx list` output use the question's words ("apps", "PATH", "installed")
+    and answer nothing: the sentence that names `pipx run` leads, and the log a server prints
+    never does. Blocks of code and commands alone are not transcripts."""
+    from app.terminal import typed_commands
+
+    assert typed_commands("$ pipx list\nvenvs are in ~/.local/pipx/venvs\napps are on your $PATH") == "pipx list"
+    assert typed_commands(">>> import sys\n>>> sys.prefix\n'/usr'\n>>> for p in sys.path:\n...     print(p)") == (
+        "import sys\nsys.prefix\nfor p in sys.path:\n    print(p)")
+    assert typed_commands("INFO: Will watch for changes\nINFO: Uvicorn running on http://127.0.0.1:8000") == ""
+    assert typed_commands("Collecting example-pkg\n  Downloading example_pkg-0.0.1.whl\nSuccessfully installed") == ""
+    assert typed_commands("$ pip install build\n$ python -m build") is None  # commands alone
+    assert typed_commands("class P(Protocol):\n    def run(self) -> None:\n        ...") is None  # "..." is Ellipsis
+    assert typed_commands("export PATH=$HOME/.local/bin:$PATH\necho $PATH") is None
+    page = source(1, "$ pipx list\nvenvs are in /home/user/.local/pipx/venvs\n"
+                     "apps are exposed on your $PATH at /home/user/.local/bin\n"
+                     "manual pages are exposed at /home/user/.local/share/man\n"
+                     "   package black 24.2.0, installed using Python 3.12.2\n    - black\n    - blackd\n"
+                     "   package cowsay 6.1, installed using Python 3.12.2\n    - cowsay\n\n"
+                     "To try an application once without installing it, use pipx run, which runs it in a "
+                     "temporary environment.", title="Installing stand alone command line tools")
+    question = "can I try a command line tool once without installing the app on my PATH?"
+    counts = {"try": 6, "comma": 30, "line": 20, "tool": 4, "once": 5, "insta": 50, "app": 9, "path": 12}
+    selection = select(question, [page], term_weights(question, counts, 100))
+    assert selection.lead.startswith("To try an application once"), selection.quotes
+
+
 def test_a_sentence_that_finishes_the_lead_s_thought_is_quoted_with_it():
     """"But it is now deprecated." and "Default 600." are the answer, though they share no word
     with the question: they read on from the lead in its own paragraph, and a new paragraph does not."""
