@@ -11,6 +11,7 @@ hidden elements it removed, so that extraction can look there for instructions a
 
 from __future__ import annotations
 
+import html
 import re
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
@@ -232,8 +233,34 @@ def table_blocks(table: LexborNode) -> list[str]:
     return blocks
 
 
+#: Terminal colours written as text inside a <pre>, for a script to paint (the "termynal" blocks
+#: of MkDocs sites: `$ <font color="#4E9A06">fastapi</font> run`). Only in a block that has a
+#: `<font color>`, an obsolete tag no code example needs, so an HTML example keeps its markup.
+_TERMINAL_COLOUR = re.compile(r"<font\s+color=", re.I)
+_COLOUR_TAG = re.compile(r"</?font\b[^<>\n]*>|<(?:span|u|b)\s+style=\"[^\"<>]*\">|</?(?:span|u|b)>", re.I)
+
+
+#: What a program printed in a terminal session, as Pygments marks it (Sphinx, MkDocs: "Generic.
+#: Output"). Twenty lines of `pipx list` output or a server's start-up log answer no visitor's
+#: question, yet use the words of many; the commands typed (class "gp" is their prompt) stay.
+_PRINTED_OUTPUT = "span.go"
+_PRINTED = "\x00"
+
+
 def pre_text(node: LexborNode) -> str:
-    lines = [line.rstrip() for line in (node.text() or "").replace("\r", "").split("\n")]
+    if node.css_first(_PRINTED_OUTPUT) is not None:
+        copy = LexborHTMLParser(node.html or "").css_first("pre")  # the page's own tree stays whole
+        if copy is not None:
+            for output in copy.css(_PRINTED_OUTPUT):
+                output.replace_with(_PRINTED)
+            node = copy
+    text = node.text() or ""
+    if _PRINTED in text:  # a line that held only output goes; the rest of a line stays
+        text = "\n".join(line.replace(_PRINTED, "") for line in text.split("\n")
+                          if line.replace(_PRINTED, "").strip() or _PRINTED not in line)
+    if _TERMINAL_COLOUR.search(text):
+        text = html.unescape(_COLOUR_TAG.sub("", text))  # its text was escaped twice ("&apos;")
+    lines = [line.rstrip() for line in text.replace("\r", "").split("\n")]
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():

@@ -59,9 +59,10 @@ _WORD_CHAR = re.compile(r"\w")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}+={0,2}+")
 _TOKEN_EDGE = re.compile(r"[\w/+=-]")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials.
+# Digests named as such ("sha256:…", "md5=…", "commit …", `{sha256 = '…'}`, `"commit_id": "…"`)
+# and a git URL's commit ("pip.git@1.3.1#…") are checksums, not credentials.
 _DIGEST_LABEL = re.compile(
-    r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit|hash)[\s:=#-]*$", re.IGNORECASE
+    r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit(?:_id)?|hash|\.git@[\w.-]*)[\s:=#\"'{-]*$", re.IGNORECASE
 )
 
 
@@ -93,6 +94,10 @@ def _reads_as_words(token: str) -> bool:
     pieces = [piece for piece in _WORD_PIECES.split(token) if piece]
     if not pieces or not all(_HUMPS.fullmatch(piece) for piece in pieces):
         return False
+    # A placeholder in capitals ("example_package_YOUR_USERNAME_HERE-0.0.1") is words too: such a
+    # piece faces the tests below in lower case, so a random capital run ("QXZTK") still fails.
+    token = " ".join(piece.lower() if len(piece) >= 3 and piece.isalpha() and piece.isupper() else piece
+                     for piece in pieces)
     letters = [c for c in token if c.isalpha()]
     if sum(c.islower() for c in letters) < 0.7 * len(letters):
         return False

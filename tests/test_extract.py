@@ -323,6 +323,39 @@ def test_readers_comments_and_related_lists_go_but_a_section_called_comments_sta
     assert "A comment starts with a hash character." in all_text(extract(docs, "https://x.example/").sections)
 
 
+def test_what_a_terminal_session_printed_is_left_out_and_the_commands_stay():
+    """Pygments marks a console session's output ("go") and its prompts ("gp"), as Sphinx and
+    MkDocs render them: `pipx list`'s twenty printed lines answer nothing, the command stays."""
+    html = """<body><main><h1>Tools</h1><p>To see what is installed, use pipx list:</p>
+    <div class="highlight-console"><pre><span></span><span class="gp">$ </span>pipx<span class="w"> </span>list
+<span class="go">venvs are in /Users/user/Library/Application Support/pipx/venvs</span>
+<span class="go">apps are exposed on your $PATH at /Users/user/.local/bin</span>
+<span class="gp">$ </span>pipx run cowsay <span class="go">(cached)</span>
+<span class="go"></span>
+</pre></div><p>Done.</p></main></body>"""
+    text = all_text(extract(html, "https://x.example/").sections)
+    assert "$ pipx list\n$ pipx run cowsay\n" in text + "\n", text
+    assert "venvs are in" not in text and "apps are exposed" not in text and "(cached)" not in text
+
+
+def test_terminal_colours_written_as_text_in_a_code_block_are_not_shown_but_an_html_example_is():
+    """MkDocs "termynal" blocks carry their colours as escaped markup for a script to paint; a
+    visitor must not read `<font color="#4E9A06">`. An HTML example keeps its tags."""
+    painted = """<body><main><h1>First steps</h1><p>Run the live server:</p><div class="termy"><pre><code>\
+$ &lt;font color="#4E9A06"&gt;fastapi&lt;/font&gt; dev &lt;u style="text-decoration-style:solid"&gt;main.py&lt;/u&gt;
+  &lt;span style="background-color:#009485"&gt;&lt;font color="#D3D7CF"&gt; FastAPI &lt;/font&gt;&lt;/span&gt;  Starting
+      INFO   Will watch &lt;b&gt;[&amp;apos;/home/user/code&amp;apos;&lt;b&gt;]
+</code></pre></div></main></body>"""
+    text = all_text(extract(painted, "https://x.example/").sections)
+    assert "$ fastapi dev main.py\n   FastAPI   Starting\n      INFO   Will watch ['/home/user/code']" in text, text
+    example = """<body><main><h1>Templates</h1><p>A page:</p><pre><code>\
+&lt;span style="color:red"&gt;{{ item.id }}&lt;/span&gt;
+&lt;b&gt;&amp;amp;&lt;/b&gt;
+</code></pre></main></body>"""
+    kept = all_text(extract(example, "https://x.example/").sections)
+    assert '<span style="color:red">{{ item.id }}</span>\n<b>&amp;</b>' in kept, kept
+
+
 @pytest.mark.skipif(not (FIXTURES / "jsonld" / "recipe-scrapers").is_dir(), reason="shared fixtures not checked out")
 @pytest.mark.parametrize(("page", "recipe", "readers"), [
     # A reader's comment under the recipe, and the site's "related recipes" teasers.
