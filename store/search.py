@@ -11,6 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Literal
 
 import apsw
@@ -554,9 +555,15 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     timings: dict[str, float] = {}
     started = time.perf_counter()
     dense: list[tuple[int, float]] = []
+    beside: Future[tuple[list[tuple[int, float]], float]] | None = None
     if mode != "bm25":
         assert vector is not None  # search() refused a dense or hybrid search without one
-        dense = dense_candidates(conn, vector, limit, filters)
+        if mode == "hybrid" and (filters is None or not filters.url_prefix):
+            # The held vectors are scanned on another thread while this one ranks the lexical side.
+            beside = vector_index.scan_beside(conn, vector, limit, filters.kinds if filters else None,
+                                              filters.lang if filters else None)
+        if beside is None:
+            dense = dense_candidates(conn, vector, limit, filters)
     timings["dense"] = (time.perf_counter() - started) * 1000
     started = time.perf_counter()
     query = ""
@@ -564,6 +571,8 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     if mode != "dense":
         query, lexical = bm25_candidates(conn, text, limit, filters, params)
     timings["bm25"] = (time.perf_counter() - started) * 1000
+    if beside is not None:
+        dense, timings["dense"] = beside.result()
     measured = measured or {}
     if measured:  # pending chunks measured at query time take their place among the dense candidates
         dense = sorted([*dense, *((cid, 1.0 - sim) for cid, sim in measured.items())], key=lambda item: item[1])[:limit]

@@ -10,14 +10,17 @@ Hamming distance over sign bits costs ~7 ms for 100k and the few hundred survivo
 with int8 vectors (cosine within ~0.01 of float32). Memory: 1536 bytes a chunk exact (15 MB per
 10k), 432 bytes a chunk above (~43 MB per 100k). Built once per content generation of a tenant
 (read back from vec0, ~0.14 s per 10k) and kept within a per-process budget
-(``configure``), least recently used out first.
+(``configure``), least recently used out first. A hybrid search scans it on a thread of its own
+while the lexical side ranks (``scan_beside``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import apsw
 import numpy as np
@@ -219,3 +222,40 @@ def _build(conn: apsw.Connection) -> VectorIndex | None:
     kinds = np.fromiter((names.setdefault(r[2] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
     langs = np.fromiter((names.setdefault(r[3] or "", len(names)) for r in rows), dtype=np.int32, count=len(rows))
     return VectorIndex(ids, vectors, kinds, langs, names)
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="frontdesk-dense")
+
+
+#: Where `scan_beside` runs the scans. Threads start at the first scan; a forked process (granian's
+#: workers) gets a pool of its own, since a parent's threads do not survive the fork.
+_SCANS = _scan_pool()
+
+
+def _new_pool_after_fork() -> None:
+    global _SCANS
+    _SCANS = _scan_pool()
+
+
+os.register_at_fork(after_in_child=_new_pool_after_fork)
+
+
+def _timed_search(index: VectorIndex, vector: np.ndarray, limit: int, kinds: list[str] | None,
+                  lang: str | None) -> tuple[list[tuple[int, float]], float]:
+    started = time.perf_counter()
+    found = index.search(vector, limit, kinds, lang)
+    return found, (time.perf_counter() - started) * 1000
+
+
+def scan_beside(conn: apsw.Connection, vector: np.ndarray, limit: int, kinds: list[str] | None = None,
+                lang: str | None = None) -> Future[tuple[list[tuple[int, float]], float]] | None:
+    """Start the scan of the tenant's held vectors on a thread of its own: (candidates as `search`
+    gives them, milliseconds). None when no index is held (vec0's scan is the way). A hybrid search
+    ranks its lexical side meanwhile: numpy's scan and SQLite both release the GIL, so on two cores
+    the search takes about the longer of its two sides instead of their sum (issue 15). The index
+    is only read, and each search waits for its own scan."""
+    index = index_for(conn)
+    if index is None:
+        return None
+    return _SCANS.submit(_timed_search, index, vector, limit, kinds, lang)

@@ -136,3 +136,48 @@ def test_held_within_the_memory_budget_and_vec0_beyond_it(tenant, tmp_path):
     vector_index.configure(0)
     assert vector_index.held_bytes() == 0 and vector_index.index_for(conn) is None
     other_registry.close_all()
+
+
+def test_a_hybrid_search_scans_the_held_vectors_beside_the_lexical_side_and_after_a_fork(tenant, monkeypatch):
+    """The dense scan of a hybrid search runs on its own thread while the lexical side ranks (issue
+    15) and finds what the scan alone finds; a forked process (granian's workers) searches with a
+    pool of its own instead of waiting forever on threads the fork did not copy."""
+    import os
+    import threading
+    import time
+
+    from store.search import search
+
+    tenant, centres, rng = tenant
+    conn = tenant.reader()
+    query = (centres[3] / np.linalg.norm(centres[3])).astype(np.float32)
+    scanned_on = []
+    search_index = vector_index.VectorIndex.search
+
+    def recording(self, *args, **kwargs):
+        scanned_on.append(threading.current_thread().name)
+        return search_index(self, *args, **kwargs)
+
+    monkeypatch.setattr(vector_index.VectorIndex, "search", recording)
+    result = search(conn, "chunk 3", query, k=5, mode="hybrid", trace=True)
+    assert scanned_on and scanned_on[0].startswith("frontdesk-dense"), scanned_on
+    assert result.trace is not None and result.trace.dense == dense_candidates(conn, query, len(result.trace.dense), None)
+    assert result.hits
+
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if its search finished
+        try:
+            found = search(tenant.reader(), "chunk 3", query, k=5, mode="hybrid")
+            os._exit(0 if found.hits else 1)
+        except BaseException:
+            os._exit(2)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    pytest.fail("a forked process's hybrid search never finished")
