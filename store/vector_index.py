@@ -250,12 +250,15 @@ def _timed_search(index: VectorIndex, vector: np.ndarray, limit: int, kinds: lis
 
 def scan_beside(conn: apsw.Connection, vector: np.ndarray, limit: int, kinds: list[str] | None = None,
                 lang: str | None = None) -> Future[tuple[list[tuple[int, float]], float]] | None:
-    """Start the scan of the tenant's held vectors on a thread of its own: (candidates as `search`
-    gives them, milliseconds). None when no index is held (vec0's scan is the way). A hybrid search
-    ranks its lexical side meanwhile: numpy's scan and SQLite both release the GIL, so on two cores
-    the search takes about the longer of its two sides instead of their sum (issue 15). The index
-    is only read, and each search waits for its own scan."""
+    """Start the scan of a large tenant's held vectors (the sign-bit index, above
+    ``EXACT_MAX_CHUNKS``) on a thread of its own: (candidates as `search` gives them, milliseconds).
+    A hybrid search ranks its lexical side meanwhile: numpy's scan and SQLite both release the GIL,
+    so on two cores the search takes about the longer of its two sides instead of their sum (issue
+    15). None when no index is held (vec0's scan is the way) or it is scanned exactly: that scan
+    takes well under a millisecond at 10k chunks, less than a thread switch costs under the GIL
+    (served at 10k with the scan on a thread, 1-stream TTFT p95 41.9 -> 51.9 ms; docs in README,
+    "Speed"). The index is only read, and each search waits for its own scan."""
     index = index_for(conn)
-    if index is None:
+    if index is None or index.exact:
         return None
     return _SCANS.submit(_timed_search, index, vector, limit, kinds, lang)

@@ -139,9 +139,10 @@ def test_held_within_the_memory_budget_and_vec0_beyond_it(tenant, tmp_path):
 
 
 def test_a_hybrid_search_scans_the_held_vectors_beside_the_lexical_side_and_after_a_fork(tenant, monkeypatch):
-    """The dense scan of a hybrid search runs on its own thread while the lexical side ranks (issue
-    15) and finds what the scan alone finds; a forked process (granian's workers) searches with a
-    pool of its own instead of waiting forever on threads the fork did not copy."""
+    """The dense scan of a large tenant's hybrid search runs on its own thread while the lexical
+    side ranks (issue 15) and finds what the scan alone finds; an exact scan (well under a
+    millisecond) stays inline. A forked process (granian's workers) searches with a pool of its
+    own instead of waiting forever on threads the fork did not copy."""
     import os
     import threading
     import time
@@ -151,6 +152,11 @@ def test_a_hybrid_search_scans_the_held_vectors_beside_the_lexical_side_and_afte
     tenant, centres, rng = tenant
     conn = tenant.reader()
     query = (centres[3] / np.linalg.norm(centres[3])).astype(np.float32)
+    assert vector_index.scan_beside(conn, query, 10) is None  # 3,000 chunks: scanned exactly, inline
+    monkeypatch.setattr(vector_index, "EXACT_MAX_CHUNKS", 0)  # the sign-bit index of a large tenant
+    vector_index.configure(0)  # drops the exact index held: the next search builds the other
+    vector_index.configure(256)
+    assert not vector_index.index_for(conn).exact
     scanned_on = []
     search_index = vector_index.VectorIndex.search
 
