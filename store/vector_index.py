@@ -10,8 +10,8 @@ Hamming distance over sign bits costs ~7 ms for 100k and the few hundred survivo
 with int8 vectors (cosine within ~0.01 of float32). Memory: 1536 bytes a chunk exact (15 MB per
 10k), 432 bytes a chunk above (~43 MB per 100k). Built once per content generation of a tenant
 (read back from vec0, ~0.14 s per 10k) and kept within a per-process budget
-(``configure``), least recently used out first. A hybrid search scans it on a thread of its own
-while the lexical side ranks (``scan_beside``).
+(``configure``), least recently used out first. A hybrid search scans a sign-bit index on a
+thread of its own while the lexical side ranks (``scan_beside``); an exact scan stays inline.
 """
 
 from __future__ import annotations
