@@ -59,10 +59,12 @@ _WORD_CHAR = re.compile(r"\w")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}+={0,2}+")
 _TOKEN_EDGE = re.compile(r"[\w/+=-]")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# Digests named as such ("sha256:…", "md5=…", "commit …", `{sha256 = '…'}`, `"commit_id": "…"`)
-# and a git URL's commit ("pip.git@1.3.1#…") are checksums, not credentials.
+# Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials. Not
+# widened to quoted labels (`{sha256 = '…'}`): in a page's markup a quote or a tag may stand
+# between label and digest, and the raw-HTML cache, scrubbed as markup, must hold what the index
+# holds (a re-parse would re-embed what differs).
 _DIGEST_LABEL = re.compile(
-    r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit(?:_id)?|hash|\.git@[\w.-]*)[\s:=#\"'{-]*$", re.IGNORECASE
+    r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit|hash)[\s:=#-]*$", re.IGNORECASE
 )
 
 

@@ -276,11 +276,8 @@ def test_private_key_block_is_scrubbed():
         "fastapi.security.OAuth2PasswordRequestFormStrict--source--__span-0-4",
         "HTTPSRedirectMiddleware--source--__span-0-12",
         "WebSocketException--source--__span-0-128",
-        # a tutorial's placeholder in capitals, digests in a lock file or JSON, a git URL's commit
+        # a tutorial's placeholder in capitals
         "Successfully installed example_package_YOUR_USERNAME_HERE-0.0.1",
-        "hashes = {sha256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855'}",
-        '"commit_id": "7921be1537eac1e97bc40179a57f0349c2aee67d"',
-        "pip @ git+https://github.com/pypa/pip.git@1.3.1#7921be1537eac1e97bc40179a57f0349c2aee67d",
     ],
 )
 def test_secret_lookalikes_are_kept(text):
