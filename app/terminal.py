@@ -8,6 +8,7 @@ commands alone (app/extractive.py) and still quotes it whole.
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: A shell or Python prompt before a typed command ("$ pip install …", ">>> import sys",
@@ -23,6 +24,7 @@ _PRINTED = re.compile(
     r"Created wheel |Using cached |Uninstalling |Attempting uninstall|Looking in indexes|--->)")
 
 
+@functools.lru_cache(maxsize=8192)  # the same pages' code blocks are scored question after question
 def typed_commands(block: str) -> str | None:
     """What a reader types in a code block that shows a terminal session, prompts removed: None
     when the block is code or commands alone (nothing printed), "" when it is only what a program

@@ -244,7 +244,7 @@ _COLOUR_TAG = re.compile(r"</?font\b[^<>\n]*>|<(?:span|u|b)\s+style=\"[^\"<>]*\"
 #: Output"). Twenty lines of `pipx list` output or a server's start-up log answer no visitor's
 #: question, yet use the words of many; the commands typed (class "gp" is their prompt) stay.
 _PRINTED_OUTPUT = "span.go"
-_PRINTED = "\x00"
+_OUTPUT_MARK = "\x00"
 
 
 def pre_text(node: LexborNode) -> str:
@@ -252,12 +252,12 @@ def pre_text(node: LexborNode) -> str:
         copy = LexborHTMLParser(node.html or "").css_first("pre")  # the page's own tree stays whole
         if copy is not None:
             for output in copy.css(_PRINTED_OUTPUT):
-                output.replace_with(_PRINTED)
+                output.replace_with(_OUTPUT_MARK)
             node = copy
     text = node.text() or ""
-    if _PRINTED in text:  # a line that held only output goes; the rest of a line stays
-        text = "\n".join(line.replace(_PRINTED, "") for line in text.split("\n")
-                          if line.replace(_PRINTED, "").strip() or _PRINTED not in line)
+    if _OUTPUT_MARK in text:  # a line that held only output goes; the rest of a line stays
+        text = "\n".join(line.replace(_OUTPUT_MARK, "") for line in text.split("\n")
+                          if line.replace(_OUTPUT_MARK, "").strip() or _OUTPUT_MARK not in line)
     if _TERMINAL_COLOUR.search(text):
         text = html.unescape(_COLOUR_TAG.sub("", text))  # its text was escaped twice ("&apos;")
     lines = [line.rstrip() for line in text.replace("\r", "").split("\n")]
