@@ -4,6 +4,7 @@ chunks, file size per 10k chunks, RSS with the model loaded (the numbers in READ
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from store.pages import ChunkRow, PageWrite, write_page
 from store.search import search, warm_text_index
 from store.tenants import TenantRegistry
 from tests.bench.common import percentiles, print_table, rss_mb, time_calls
-from tests.conftest import PYPUG
+from tests.conftest import FASTAPI, PYPUG, SITES
 
 QUERIES = [
     "how do I upload my package to test pypi", "src layout vs flat layout", "create a virtual environment",
@@ -33,12 +34,13 @@ QUERIES = [
 ]
 
 
-def real_texts(limit: int) -> list[str]:
-    """Chunk-sized passages of real documentation text (~230 tokens), from the pypug fixture."""
+def real_texts(limit: int, folders: tuple[Path, ...] = (PYPUG,)) -> list[str]:
+    """Chunk-sized passages of real documentation text (~230 tokens), from the pypug fixture (or
+    the fixture sites given)."""
     from ingest.extract import extract
 
     passages: list[str] = []
-    for path in sorted(PYPUG.rglob("*.html")):
+    for path in [p for folder in folders for p in sorted(folder.rglob("*.html"))]:
         doc = extract(path.read_bytes(), "http://127.0.0.1:8766/")
         words = " ".join(s.text for s in doc.sections).split()
         for start in range(0, len(words) - 170, 170):
@@ -158,6 +160,78 @@ def bench_search(quick: bool) -> list[dict]:
                              "mb_per_10k": round(path.stat().st_size / 1e6 / (n / 10_000), 1),
                              "build_s": round(build_s, 1)})
             registry.close_all()
+    return rows
+
+
+def _scifact(name: str, field: str, limit: int) -> list[str]:
+    """Texts of the SciFact fixture (BEIR): its abstracts (title + the first 170 words) or queries."""
+    path = SITES.parent / "beir" / "scifact" / f"{name}.jsonl"
+    texts = []
+    for line in path.read_text().splitlines()[:limit]:
+        item = json.loads(line)
+        texts.append(" ".join(f"{item.get('title', '')} {item[field]}".split()[:170]) if field == "text" else item[field])
+    return texts
+
+
+def _real_questions() -> list[str]:
+    """Every first-turn question of the golden and held-out sets: phrased by people, not for the index."""
+    questions: set[str] = set()
+    for path in sorted(Path(__file__).resolve().parents[1].glob("eval/**/*.jsonl")):
+        for line in path.read_text().splitlines():
+            item = json.loads(line) if line.strip() else {}
+            question = item.get("q") or (item.get("turns") or [None])[0]
+            if isinstance(question, str):
+                questions.add(question)
+    return sorted(questions)
+
+
+def bench_dense_recall(quick: bool) -> list[dict]:
+    """Recall of the sign-bit index (store/vector_index.py, held above EXACT_MAX_CHUNKS) against the
+    exact scan, on real vectors: passages of the pypug and FastAPI (en/es/de) fixture pages and
+    SciFact's abstracts, asked the golden sets' questions and SciFact's queries. The index is forced
+    at sizes well below where it is used: at a fixed share of rows re-scored its recall rises with
+    the tenant's size, so these are floors. "before" re-scores a fixed few hundred candidates
+    (POOL_SHARE 0), as the code did until 2026-11-29."""
+    from store import vector_index
+
+    embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
+    texts = real_texts(10**6, (PYPUG, FASTAPI)) + _scifact("corpus", "text", 10**6)
+    cached = Path(tempfile.gettempdir()) / f"frontdesk-bench-real-{len(texts)}-{embedder.fingerprint[-16:]}.npy"
+    if cached.exists():
+        vectors = np.load(cached)
+    else:
+        vectors = embedder.embed(texts)
+        np.save(cached, vectors)
+    questions = _real_questions()[: 150 if quick else 400] + _scifact("queries", "text", 100 if quick else 300)
+    query_vectors = [embedder.embed_query(q) for q in questions]
+    rng = np.random.default_rng(11)
+    rows = []
+    share = vector_index.POOL_SHARE
+    for n in sorted({len(vectors) // 4, len(vectors) // 2, len(vectors)} if not quick else {len(vectors)}):
+        picked = np.sort(rng.choice(len(vectors), n, replace=False))
+        ids = np.arange(n, dtype=np.int64)
+        zeros = np.zeros(n, dtype=np.int32)
+        exact = vector_index.VectorIndex(ids, vectors[picked], zeros, zeros, {"": 0}, exact=True)
+        signs = vector_index.VectorIndex(ids, vectors[picked], zeros, zeros, {"": 0}, exact=False)
+        truth = [[i for i, _ in exact.search(v, 50)] for v in query_vectors]
+        similarity = [exact.vectors @ v for v in query_vectors]
+        for label, pool_share in (("before (fixed pool)", 0.0), ("now", share)):
+            vector_index.POOL_SHARE = pool_share
+            try:
+                found = [[i for i, _ in signs.search(v, 50)] for v in query_vectors]
+            finally:
+                vector_index.POOL_SHARE = share
+            at10 = [len(set(f[:10]) & set(t[:10])) / 10 for f, t in zip(found, truth, strict=True)]
+            at50 = [len(set(f) & set(t)) / 50 for f, t in zip(found, truth, strict=True)]
+            # A chunk as near as the exact 10th counts too: FastAPI's translations keep pages
+            # word for word in English, so equal vectors tie and either copy is as right.
+            ties = [sum(1 for i in f[:10] if s[i] >= s[t[9]] - 1e-6) / 10
+                    for f, t, s in zip(found, truth, similarity, strict=True)]
+            rows.append({"chunks": n, "pool": label, "pool_rows": max(400, int(pool_share * n)),
+                         "questions": len(questions), "recall_at_10": round(float(np.mean(at10)), 4),
+                         "recall_at_10_ties": round(float(np.mean(ties)), 4),
+                         "min_recall_at_10": round(float(np.min(at10)), 2),
+                         "recall_at_50": round(float(np.mean(at50)), 4)})
     return rows
 
 
@@ -425,8 +499,6 @@ def bench_memory(quick: bool) -> list[dict]:
     for model in ("minilm-l6-v2", "minilm-l6-v2-int8", "use-multilingual-v3"):
         out = subprocess.run([sys.executable, "-c", RSS_SCRIPT.format(root=root, model=model, cache=cache)],
                              capture_output=True, text=True, check=True)
-        import json
-
         data = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append({"model": model, "rss_mb_python": round(data["before"], 1),
                      "rss_mb_after_model_and_batch": round(data["after"], 1)})
@@ -460,6 +532,12 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
                 searching, ["chunks", "mode", "p50_ms", "p95_ms", "first_pass_p95_ms", "later_p95_ms",
                             "warmed_p50_ms", "warmed_p95_ms",
                             "store_only_p50_ms", "file_mb", "mb_per_10k", "build_s"])
+    recall = bench_dense_recall(quick)
+    print_table("The sign-bit index (held above 50k chunks) against the exact scan on real vectors (pypug, "
+                "FastAPI and SciFact passages; the golden sets' questions and SciFact's queries), forced at smaller sizes; top 50 as a hybrid "
+                "search asks; recall at a fixed share rises with size, so these are floors", recall,
+                ["chunks", "pool", "pool_rows", "questions", "recall_at_10", "recall_at_10_ties", "min_recall_at_10",
+                 "recall_at_50"])
     compaction = bench_compaction(quick)
     print_table("The lexical side on a tenant written a page per transaction, its text index as written and "
                 "compacted (as a crawl leaves it); BM25 candidates (50, ranked by FTS5) and the answerer's term counts",
@@ -468,5 +546,6 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
     memory = bench_memory(quick)
     print_table("RSS with the model loaded (fresh process)", memory,
                 ["model", "rss_mb_python", "rss_mb_after_model_and_batch"])
-    return {"embedding": embedding, "search": searching, "compaction": compaction, "memory": memory,
+    return {"embedding": embedding, "search": searching, "dense_recall": recall, "compaction": compaction,
+            "memory": memory,
             "rss_this_process_mb": rss_mb()}
