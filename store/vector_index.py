@@ -42,6 +42,9 @@ OVERSAMPLE = 8
 #: rows, 0.982 at 10.7k), and the index is only held above EXACT_MAX_CHUNKS (`python -m tests.bench
 #: store`, "The sign-bit index ... on real vectors").
 POOL_SHARE = 0.10
+#: Candidates re-scored at a time: their float32 copy (1.5 MB) stays in cache for the product, which
+#: re-scores 10k rows in ~2.6 ms instead of ~8 ms in one piece.
+RESCORE_BLOCK = 1024
 #: A stale index is rebuilt at most this often: while a crawl writes (a new generation every
 #: embedding batch) the questions in between use vec0 instead of paying for a rebuild each.
 REBUILD_INTERVAL_S = 10.0
@@ -62,22 +65,28 @@ class VectorIndex:
             self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
             self.nbytes = self.vectors.nbytes + ids.nbytes + kinds.nbytes + langs.nbytes
             return
-        self.bits = np.packbits(vectors > 0, axis=1)
-        pad = (-self.bits.shape[1]) % 8
+        bits = np.packbits(vectors > 0, axis=1)
+        pad = (-bits.shape[1]) % 8
         if pad:
-            self.bits = np.pad(self.bits, ((0, 0), (0, pad)))
-        self.words = self.bits.view(np.uint64)
+            bits = np.pad(bits, ((0, 0), (0, pad)))
+        # Word j of every row side by side: the distance is then a few passes over contiguous
+        # arrays (~0.6 ms at 100k) instead of a sum across each row's words (~5 ms).
+        self.columns = np.ascontiguousarray(bits.view(np.uint64).T)
         scale = np.abs(vectors).max(axis=1, keepdims=True)
         scale[scale == 0] = 1.0
         self.scale = (scale / 127.0).astype(np.float32).ravel()
         self.quantized = np.round(vectors / scale * 127.0).astype(np.int8)
-        self.nbytes = (self.bits.nbytes + self.scale.nbytes + self.quantized.nbytes + ids.nbytes
+        self.nbytes = (self.columns.nbytes + self.scale.nbytes + self.quantized.nbytes + ids.nbytes
                        + kinds.nbytes + langs.nbytes)
 
     def _scores(self, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
         if self.exact:
             return self.vectors[rows] @ query
-        return (self.quantized[rows].astype(np.float32) @ query) * self.scale[rows]
+        scores = np.empty(len(rows), dtype=np.float32)
+        for start in range(0, len(rows), RESCORE_BLOCK):  # each block's float32 copy stays in cache
+            block = rows[start:start + RESCORE_BLOCK]
+            scores[start:start + len(block)] = self.quantized[block].astype(np.float32) @ query
+        return scores * self.scale[rows]
 
     def similarities(self, vector: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
         """Cosine similarity of the query to these chunks (exact, or from the int8 copies)."""
@@ -122,12 +131,15 @@ class VectorIndex:
     def _sign_candidates(self, query: np.ndarray, limit: int, mask: np.ndarray | None) -> np.ndarray:
         """Rows whose sign bits are nearest the query's (Hamming distance), filters applied."""
         packed = np.packbits(query > 0)
-        packed = np.pad(packed, (0, self.bits.shape[1] - packed.shape[0])).view(np.uint64)
-        hamming = np.bitwise_count(self.words ^ packed).sum(axis=1)
+        words = np.pad(packed, (0, 8 * len(self.columns) - packed.shape[0])).view(np.uint64)
+        hamming = np.bitwise_count(self.columns[0] ^ words[0]).astype(np.uint16)
+        for column, word in zip(self.columns[1:], words[1:], strict=True):
+            hamming += np.bitwise_count(column ^ word)
         if mask is not None:
             hamming = np.where(mask, hamming, np.iinfo(hamming.dtype).max)
         pool = min(len(hamming), max(limit * OVERSAMPLE, 200, int(POOL_SHARE * len(hamming))))
-        candidates = np.argpartition(hamming, pool - 1)[:pool] if pool < len(hamming) else np.arange(len(hamming))
+        # In row order, so that re-scoring reads the int8 rows front to back.
+        candidates = np.sort(np.argpartition(hamming, pool - 1)[:pool]) if pool < len(hamming) else np.arange(len(hamming))
         if mask is not None:
             candidates = candidates[mask[candidates]]
         return candidates
