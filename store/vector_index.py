@@ -139,7 +139,10 @@ class VectorIndex:
             hamming = np.where(mask, hamming, np.iinfo(hamming.dtype).max)
         pool = min(len(hamming), max(limit * OVERSAMPLE, 200, int(POOL_SHARE * len(hamming))))
         # In row order, so that re-scoring reads the int8 rows front to back.
-        candidates = np.sort(np.argpartition(hamming, pool - 1)[:pool]) if pool < len(hamming) else np.arange(len(hamming))
+        if pool >= len(hamming):
+            candidates = np.arange(len(hamming))
+        else:
+            candidates = np.sort(np.argpartition(hamming, pool - 1)[:pool])
         if mask is not None:
             candidates = candidates[mask[candidates]]
         return candidates
