@@ -81,6 +81,22 @@ _QUESTION_WORD = re.compile(
     r"cu[aá]nto|puedo|hay|es|son|was|welche[rsn]?|wer|wann|wo|warum|wie|kann|ist|sind|gibt)\b", re.I)
 
 
+#: A question that asks what, when, how much…: anywhere in English (and Spanish with its accents),
+#: at a clause's start in German and in Spanish typed without accents ("cuanto cuesta", not "pan
+#: que no lleve gluten"). "was" is left out: it is also English's "was it…?".
+_ASKS_OPEN = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how|qué|cuál|cuáles|quién|quiénes|cuándo|dónde|cómo|"
+    r"cuánt[oa]s?)\b|(?:^|[¿¡,;:–—-])\s*(?:que|cual|quien|cuando|donde|como|cuant[oa]s?|welche[rsnm]?|wer|wen|"
+    r"wem|wann|wo|woher|wohin|warum|wieso|weshalb|wie|wieviel)\b",
+    re.I)
+
+
+def asks_yes_or_no(question: str) -> bool:
+    """Whether `question` asks yes or no ("can I work on my laptop there?", "¿tenéis pan sin
+    gluten?") rather than what, when or how much."""
+    return not _ASKS_OPEN.search(question)
+
+
 class Asks(msgspec.Struct):
     """What one question asks for."""
 

@@ -31,6 +31,7 @@ from app.asks import (
     ASK_WORD_FACTOR,
     Asks,
     asks_of,
+    asks_yes_or_no,
     carries,
     evidence_bonus,
 )
@@ -77,6 +78,10 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: items separated by "; ".
 _LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
+#: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
+#: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
+#: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
+_BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
 _WORD = re.compile(r"\w+")
 _CODE_LINE = re.compile(r"^\s{2,}\S|[=(){}\[\]]|^\s*(?:\$|>>>|\.\.\.|#|//|from |import |def |class |pip |python )")
 
@@ -508,7 +513,9 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
 
     # Read in source order, each source's units in page order.
     chosen.sort(key=lambda i: (units[i].source != lead_unit.source, units[i].source, units[i].position))
-    quotes = [Quote(source=units[i].source, text=units[i].text, kind=units[i].kind, score=round(score[i], 4))
+    polar = asks_yes_or_no(question)
+    quotes = [Quote(source=units[i].source, kind=units[i].kind, score=round(score[i], 4),
+                    text=units[i].text if polar or units[i].kind != "faq" else _BARE_REPLY.sub("", units[i].text))
               for i in chosen]
     # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
     # nothing extra" answer together what neither does alone).

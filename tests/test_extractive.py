@@ -83,6 +83,20 @@ def test_an_faq_answer_is_one_unit_and_code_stays_whole():
     assert [u.kind for u in units_of(doc, 0)] == ["sentence", "code"]
 
 
+def test_an_faq_answers_yes_only_to_a_question_that_asks_yes_or_no():
+    """"Yes." answers the FAQ's own question: quoted for "can I order a cake?", left out for "how
+    far ahead", where it would read as an answer to something the visitor did not ask."""
+    cakes = source(1, "Q: Do you make custom cakes? A: Yes. Whole cakes need 72 hours' notice. "
+                      "An 8-inch cake serves 10 to 12 people.", title="FAQ")
+    counts = {"cake": 3, "cakes": 3, "order": 5, "advance": 1, "notice": 1}
+    for question, opening in (("How far in advance do I order a whole cake?", "Whole cakes need"),
+                              ("¿Con cuánta antelación encargo una tarta? cake", "Whole cakes need"),
+                              ("Can I order a whole cake?", "Yes. Whole cakes need"),
+                              ("Wie lange vorher bestelle ich einen cake?", "Whole cakes need")):
+        selection = select(question, [cakes], term_weights(question, counts, 100))
+        assert selection.quotes[0].text.startswith(opening), question
+
+
 def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
     weights = term_weights("What's the price of the sourdough?", COUNTS, 100)
     assert weights["sourd"] > 3 * weights["price"]  # "price" says what kind of answer, not what of
