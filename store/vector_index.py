@@ -5,12 +5,12 @@ copies. vec0 stays the store, and the path when no index is held.
 Why: vec0 (sqlite-vec 0.1.9) scans every vector on one core and answers `rowid IN (...)` by
 scanning too: ~5 ms for the top 60 at 10k chunks, ~55 ms at 100k, and the answerer asks for the
 similarity of a few dozen passages several times a question. numpy's matrix-vector product over
-the same float32 vectors gives the same ranking in ~0.3 ms at 10k (~4 ms at 50k); above that,
-Hamming distance over sign bits costs ~7 ms for 100k and the nearest tenth (``POOL_SHARE``) is
-re-scored with int8 vectors (cosine within ~0.01 of float32). Memory: 1536 bytes a chunk exact (15 MB per
-10k), 432 bytes a chunk above (~43 MB per 100k). Built once per content generation of a tenant
-(read back from vec0, ~0.14 s per 10k) and kept within a per-process budget
-(``configure``), least recently used out first. A hybrid search scans a sign-bit index on a
+the same float32 vectors gives the same ranking in ~1.8 ms at 10k on one core (~10 ms at 50k);
+above that, Hamming distance over sign bits costs ~0.6 ms for 100k and the nearest tenth
+(``POOL_SHARE``) is re-scored with int8 vectors (cosine within ~0.01 of float32), ~7 ms in all.
+Memory: 1536 bytes a chunk exact (15 MB per 10k), 432 bytes a chunk above (~43 MB per 100k).
+Built once per content generation of a tenant (read back from vec0, ~0.14 s per 10k) and kept
+within a per-process budget (``configure``), least recently used out first. A hybrid search scans a sign-bit index on a
 thread of its own while the lexical side ranks (``scan_beside``); an exact scan stays inline.
 """
 
@@ -279,9 +279,8 @@ def scan_beside(conn: apsw.Connection, vector: np.ndarray, limit: int, kinds: li
     A hybrid search ranks its lexical side meanwhile: numpy's scan and SQLite both release the GIL,
     so on two cores the search takes about the longer of its two sides instead of their sum (issue
     15). None when no index is held (vec0's scan is the way) or it is scanned exactly: that scan
-    takes well under a millisecond at 10k chunks, less than a thread switch costs under the GIL
-    (served at 10k with the scan on a thread, 1-stream TTFT p95 41.9 -> 51.9 ms; docs in README,
-    "Speed"). The index is only read, and each search waits for its own scan."""
+    takes ~2 ms at 10k chunks, and served at 10k with it on a thread, 1-stream TTFT p95 went
+    41.9 -> 51.9 ms (README, "Speed"). The index is only read, and each search waits for its own scan."""
     index = index_for(conn)
     if index is None or index.exact:
         return None
