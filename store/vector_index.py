@@ -10,8 +10,9 @@ above that, Hamming distance over sign bits costs ~0.6 ms for 100k and the neare
 (``POOL_SHARE``) is re-scored with int8 vectors (cosine within ~0.01 of float32), ~7 ms in all.
 Memory: 1536 bytes a chunk exact (15 MB per 10k), 432 bytes a chunk above (~43 MB per 100k).
 Built once per content generation of a tenant (read back from vec0, ~0.14 s per 10k) and kept
-within a per-process budget (``configure``), least recently used out first. A hybrid search scans a sign-bit index on a
-thread of its own while the lexical side ranks (``scan_beside``); an exact scan stays inline.
+within a per-process budget (``configure``), least recently used out first. A hybrid search scans
+a sign-bit index on a thread of its own while the lexical side ranks (``scan_beside``); an exact
+scan stays inline.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ OVERSAMPLE = 8
 #: The share of a tenant's rows whose sign bits are nearest the query that are re-scored. A fixed
 #: few hundred found the exact top 10 on synthetic vectors (mixtures of 300 real passages), not on
 #: real ones. On 10,661 real chunk vectors (pypug, FastAPI and SciFact passages) and 700 real
-#: questions, recall@10 against the exact scan was 0.961 re-scoring 400 and 0.982 re-scoring a tenth
+#: questions, recall@10 against the exact scan was 0.960 re-scoring 400 and 0.983 re-scoring a tenth
 #: (0.987 counting equal vectors, FastAPI's untranslated copies, as either copy); int8 re-scoring of
 #: every row reaches 0.990. At a fixed share it rises with the tenant's size (a tenth: 0.978 at 5.3k
-#: rows, 0.982 at 10.7k), and the index is only held above EXACT_MAX_CHUNKS (`python -m tests.bench
-#: store`, "The sign-bit index ... on real vectors").
+#: rows, 0.983 at 10.7k), and the index is only held above EXACT_MAX_CHUNKS (`python -m tests.bench
+#: store`, "The sign-bit index ... on real vectors"; README, "Speed").
 POOL_SHARE = 0.10
 #: Candidates re-scored at a time: their float32 copy (1.5 MB) stays in cache for the product, which
 #: re-scores 10k rows in ~2.6 ms instead of ~8 ms in one piece.
@@ -280,7 +281,8 @@ def scan_beside(conn: apsw.Connection, vector: np.ndarray, limit: int, kinds: li
     so on two cores the search takes about the longer of its two sides instead of their sum (issue
     15). None when no index is held (vec0's scan is the way) or it is scanned exactly: that scan
     takes ~2 ms at 10k chunks, and served at 10k with it on a thread, 1-stream TTFT p95 went
-    41.9 -> 51.9 ms (README, "Speed"). The index is only read, and each search waits for its own scan."""
+    41.9 -> 51.9 ms (README, "Speed"). The index is only read, and each search waits for its own
+    scan."""
     index = index_for(conn)
     if index is None or index.exact:
         return None
