@@ -309,11 +309,12 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
 
 
 def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozenset[str],
-              answered: frozenset[str] = frozenset()) -> float:
+              answered: frozenset[str] = frozenset(), total: float | None = None) -> float:
     """Share of the question's term weight a unit uses, words only in what it is about at half.
     `answered`: words that say what kind of answer is wanted ("price", "phone", "when") and that
-    the unit answers with a price, a phone number or a time, though it does not repeat them."""
-    total = sum(weights.values())
+    the unit answers with a price, a phone number or a time, though it does not repeat them.
+    `total`: the weights' sum, when the caller has it (once a question, not once a unit)."""
+    total = sum(weights.values()) if total is None else total
     hit = own.intersection(weights) | answered.intersection(weights)
     hit_about = about.intersection(weights) - hit
     if total <= 0 or not (hit or hit_about):
@@ -386,12 +387,13 @@ def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
                   asks: Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
     """One row of FEATURES per unit."""
-    features = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
+    rows: list[tuple[float, ...]] = []  # one array at the end: a row written into numpy per unit cost more
+    total = sum(weights.values())
     command_question = asks.howto or bool(_COMMAND_Q.search(question))
     number_question = bool(_NUMBER_Q.search(question))
     question_stems = stems(question)
     ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w))
-    for i, unit in enumerate(units):
+    for unit in units:
         source = sources[unit.source]
         # A terminal session counts by what the reader types, not by what the program prints.
         typed = typed_commands(unit.text) if unit.kind == "code" else None
@@ -400,8 +402,8 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
         answered = ask_stems if evidence > 0 else frozenset()  # before the API bonus: not an answer kind
         if asks.howto and unit.kind == "sentence" and carries(text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
-        features[i, :15] = (
-            _coverage(weights, stems(text), stems(unit.about), answered),
+        rows.append((
+            _coverage(weights, stems(text), stems(unit.about), answered, total),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
@@ -414,8 +416,10 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             bool(page_url) and source.url == page_url,
             unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
             and bool(subject & stems(unit.text.split(" — ", 1)[0])),
-        )
-        features[i, 16] = _label_extra(unit, question_stems)
+            0.0,  # similarity: measured later, for the best units only
+            _label_extra(unit, question_stems),
+        ))
+    features = np.array(rows, dtype=np.float64).reshape(len(units), len(FEATURES))
     if asks.howto:
         # "You can do this by running twine check on your package files:" + the command.
         for i, unit in enumerate(units[:-1]):
