@@ -258,6 +258,17 @@ def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None 
     return units
 
 
+def _cut_inside_string(block: str) -> bool:
+    """Whether a code block is a piece of a longer listing cut inside a docstring ("Read more about
+    it in the [FastAPI docs…]\n    \"\"\"\n    return super()…", an API reference page's source):
+    an odd number of triple quotes, none on its first line. Never quoted: a visitor reads it as
+    broken code."""
+    for quotes in ('"""', "'''"):
+        if block.count(quotes) % 2 == 1 and quotes not in block.lstrip().split("\n", 1)[0]:
+            return True
+    return False
+
+
 @functools.lru_cache(maxsize=8192)
 def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...]:
     """(text, kind, about, block) of the units of one stored passage; remembered, since the same
@@ -289,7 +300,8 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
             for row, header in rows:
                 add(row, "row", header)
         elif "\n" in block.strip() and is_code(block):
-            add(block, "code")
+            if not _cut_inside_string(block):
+                add(block, "code")
         else:
             cursor = 0
             for sentence in split_sentences(block):

@@ -83,6 +83,17 @@ def test_an_faq_answer_is_one_unit_and_code_stays_whole():
     assert [u.kind for u in units_of(doc, 0)] == ["sentence", "code"]
 
 
+def test_a_listing_cut_inside_a_docstring_is_never_quoted():
+    """An API reference page shows its source; a chunk that opens inside a docstring would be quoted
+    as broken code ("Read more about it in the … \"\"\" return super()…"). A whole function is kept."""
+    cut = ('Read more about it in the\n    [FastAPI docs for Background Tasks](https://x.test/bg/)\n'
+           '    """\n    return super().add_task(func, *args, **kwargs)')
+    whole = 'def add_task(self, func):\n    """Add a task."""\n    return super().add_task(func)'
+    page = source(1, f"Background tasks run after the response.\n\n{cut}\n\n{whole}")
+    assert [(u.kind, u.text) for u in units_of(page, 0)] == \
+        [("sentence", "Background tasks run after the response."), ("code", whole)]
+
+
 def test_an_faq_answers_yes_only_to_a_question_that_asks_yes_or_no():
     """"Yes." answers the FAQ's own question: quoted for "can I order a cake?", left out for "how
     far ahead", where it would read as an answer to something the visitor did not ask."""
