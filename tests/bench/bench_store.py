@@ -163,26 +163,12 @@ def bench_search(quick: bool) -> list[dict]:
     return rows
 
 
-def _scifact(name: str, field: str, limit: int) -> list[str]:
-    """Texts of the SciFact fixture (BEIR): its abstracts (title + the first 170 words) or queries."""
-    path = SITES.parent / "beir" / "scifact" / f"{name}.jsonl"
-    texts = []
-    for line in path.read_text().splitlines()[:limit]:
-        item = json.loads(line)
-        texts.append(" ".join(f"{item.get('title', '')} {item[field]}".split()[:170]) if field == "text" else item[field])
-    return texts
-
-
 def _real_questions() -> list[str]:
     """Every first-turn question of the golden and held-out sets: phrased by people, not for the index."""
-    questions: set[str] = set()
-    for path in sorted(Path(__file__).resolve().parents[1].glob("eval/**/*.jsonl")):
-        for line in path.read_text().splitlines():
-            item = json.loads(line) if line.strip() else {}
-            question = item.get("q") or (item.get("turns") or [None])[0]
-            if isinstance(question, str):
-                questions.add(question)
-    return sorted(questions)
+    from app.eval import load_golden
+
+    paths = sorted(Path(__file__).resolve().parents[1].glob("eval/**/*.jsonl"))
+    return sorted({item.q or item.turns[0] for path in paths for item in load_golden(path)})
 
 
 def bench_dense_recall(quick: bool) -> list[dict]:
@@ -192,17 +178,20 @@ def bench_dense_recall(quick: bool) -> list[dict]:
     at sizes well below where it is used: at a fixed share of rows re-scored its recall rises with
     the tenant's size, so these are floors. "before" re-scores a fixed few hundred candidates
     (POOL_SHARE 0), as the code did until 2026-11-29."""
+    from app.eval import load_beir
     from store import vector_index
 
     embedder = OnnxMiniLM(int8=True, cache_dir=Path(tempfile.gettempdir()) / "frontdesk-bench-models")
-    texts = real_texts(10**6, (PYPUG, FASTAPI)) + _scifact("corpus", "text", 10**6)
+    scifact = load_beir(SITES.parent / "beir" / "scifact")
+    texts = real_texts(10**6, (PYPUG, FASTAPI)) + [" ".join(f"{title} {text}".split()[:170])
+                                                   for title, text in scifact.corpus.values()]
     cached = Path(tempfile.gettempdir()) / f"frontdesk-bench-real-{len(texts)}-{embedder.fingerprint[-16:]}.npy"
     if cached.exists():
         vectors = np.load(cached)
     else:
         vectors = embedder.embed(texts)
         np.save(cached, vectors)
-    questions = _real_questions()[: 150 if quick else 400] + _scifact("queries", "text", 100 if quick else 300)
+    questions = _real_questions()[: 150 if quick else 400] + list(scifact.queries.values())[: 100 if quick else 300]
     query_vectors = [embedder.embed_query(q) for q in questions]
     rng = np.random.default_rng(11)
     rows = []
@@ -227,7 +216,8 @@ def bench_dense_recall(quick: bool) -> list[dict]:
             # word for word in English, so equal vectors tie and either copy is as right.
             ties = [sum(1 for i in f[:10] if s[i] >= s[t[9]] - 1e-6) / 10
                     for f, t, s in zip(found, truth, similarity, strict=True)]
-            rows.append({"chunks": n, "pool": label, "pool_rows": max(400, int(pool_share * n)),
+            pool_rows = max(50 * vector_index.OVERSAMPLE, 200, int(pool_share * n))  # as _sign_candidates
+            rows.append({"chunks": n, "pool": label, "pool_rows": pool_rows,
                          "questions": len(questions), "recall_at_10": round(float(np.mean(at10)), 4),
                          "recall_at_10_ties": round(float(np.mean(ties)), 4),
                          "min_recall_at_10": round(float(np.min(at10)), 2),
