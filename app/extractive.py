@@ -29,6 +29,7 @@ import numpy as np
 from app.asks import (
     ASK_WORD,
     ASK_WORD_FACTOR,
+    NOT_A_SUBJECT,
     Asks,
     asks_of,
     asks_yes_or_no,
@@ -74,6 +75,8 @@ _CONTINUES = re.compile(
 
 #: A list item's mark ("- ", "2. ").
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+#: A short line of words with no sentence's end: a tab's or an example's label above its code.
+_TAB_LABEL = re.compile(r"^[\w *#+/.,()-]{1,40}(?<![.!?:;])$")
 #: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
 #: items separated by "; ".
 _LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
@@ -143,6 +146,9 @@ def stem(word: str) -> str:
     elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         word = word[:-1]
     return word[:5]
+
+
+_NOT_A_SUBJECT = frozenset(map(stem, NOT_A_SUBJECT))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -269,6 +275,15 @@ def _cut_inside_string(block: str) -> bool:
     return False
 
 
+def _is_list_rest(block: str) -> bool:
+    """Whether a paragraph is a list's items and nothing else: one line of at least four short
+    pieces separated by "; "."""
+    if "\n" in block or block.count("; ") < 3:
+        return False
+    items = block.split("; ")
+    return sum(map(len, items)) / len(items) <= 100
+
+
 @functools.lru_cache(maxsize=8192)
 def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...]:
     """(text, kind, about, block) of the units of one stored passage; remembered, since the same
@@ -281,10 +296,15 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
         if len(piece) > 2:
             out.append((piece, unit_kind, about, number * 1000 + min(line, 999)))
 
-    for number, block in enumerate(text.split("\n\n")):
+    blocks = text.split("\n\n")
+    for number, block in enumerate(blocks):
         faq = _FAQ.match(block)
         if block.startswith(IMAGE_PREFIX):
             continue  # a shown image's alt text ("Image: Banana Cue Final") names a picture, answers nothing
+        if _TAB_LABEL.match(block) and number + 1 < len(blocks) and is_code(blocks[number + 1]):
+            # A code tab's label ("Python 3.10+", "Source code in fastapi/routing.py") is not a
+            # sentence: quoted after "…you can write:", it stood where the code should have.
+            continue
         if faq:
             add(faq.group("a"), "faq", faq.group("q"))
         elif kind == "fact" and (items := _LABELLED_LIST.match(block)) and items.group("items").count("; ") >= 2:
@@ -294,6 +314,12 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
             # chunk opens with the list).
             for line, item in enumerate(items.group("items").rstrip(".").split("; ")):
                 add(item, "sentence", items.group("label"), line=line)
+        elif kind == "fact" and number == 0 and _is_list_rest(block):
+            # The rest of a list a long fact's previous chunk began ("…; 8 oz cold mascarpone
+            # cheese (if you don't have mascarpone cheese, you can use cream cheese); 1/3 cup
+            # powdered sugar; …"): its items, as above, not one unit of all of them.
+            for line, item in enumerate(block.rstrip(".").split("; ")):
+                add(item, "sentence", line=line)
         elif number == 0 and kind in ("fact", "form", "action"):
             add(block, "fact")
         elif (rows := _table_rows(block)) is not None:
@@ -453,9 +479,10 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
     if not units:
         return Selection(quotes=[])
-    heaviest = max(weights.values(), default=0.0)
-    # The words that name what the question is about (not "price" or "open").
-    subject = frozenset(t for t, w in weights.items() if w >= 0.5 * heaviest)
+    # The words that name what the question is about (not "price" or "open", nor "nach", "come").
+    named = {t: w for t, w in weights.items() if t not in _NOT_A_SUBJECT}
+    heaviest = max(named.values(), default=0.0)
+    subject = frozenset(t for t, w in named.items() if w >= 0.5 * heaviest)
     features = unit_features(question, units, sources, weights, asks, subject, page_url=page_url)
     similarity = [0.0] * len(units)
     measured: set[int] = set()

@@ -108,6 +108,40 @@ def test_an_faq_answers_yes_only_to_a_question_that_asks_yes_or_no():
         assert selection.quotes[0].text.startswith(opening), question
 
 
+def test_a_word_that_names_nothing_does_not_bring_a_second_unit():
+    """A unit that says what the lead does not joins it ("oat milk costs nothing extra" beside the
+    latte's price), but not for a word like "come": the parking answer stands alone, without the
+    table reservations' "first come, first served"."""
+    faq = source(1, "Q: Can I reserve a table? A: We do not reserve tables for small groups: seating is first "
+                    "come, first served. Groups of eight or more can book by phone.\n\n"
+                    "Q: Where can I park? A: We have no car park of our own. The public Harbor Lot on Wharf "
+                    "Road is a two-minute walk away; it costs $2 an hour.", title="FAQ")
+    counts = {"leave": 1, "car": 1, "come": 1, "visit": 4}
+    question = "where can i leave the car when i come to visit you?"
+    texts = [q.text for q in select(question, [faq], term_weights(question, counts, 100)).quotes]
+    assert texts == ["We have no car park of our own. The public Harbor Lot on Wharf Road is a two-minute walk "
+                     "away; it costs $2 an hour."], texts
+    latte = source(2, "Drink | Price\nLatte | $4.75\nCappuccino | $4.50\n\nOat, almond and soy milk cost nothing "
+                      "extra.", title="Menu")
+    question = "how much is a latte if I want it with oat milk?"
+    weights = term_weights(question, {"latte": 1, "oat": 1, "milk": 2, "want": 1}, 100)
+    texts = [q.text for q in select(question, [latte], weights).quotes]
+    assert "Latte: $4.75" in texts and "Oat, almond and soy milk cost nothing extra." in texts, texts
+
+
+def test_a_code_tab_s_label_is_not_a_sentence():
+    """"Python 3.10+" above a listing labels a tab; quoted after "…you can write:" it stood where
+    the code should have."""
+    page = source(1, "To serve a 404.html page for missing paths, you can write:\n\nPython 3.10+\n\n"
+                     "from fastapi import FastAPI\napp = FastAPI()\n\nThat response keeps a status code of 404.")
+    assert [(u.kind, u.text) for u in units_of(page, 0)] == [
+        ("sentence", "To serve a 404.html page for missing paths, you can write:"),
+        ("code", "from fastapi import FastAPI\napp = FastAPI()"),
+        ("sentence", "That response keeps a status code of 404.")]
+    labelled = source(2, "Sunday\n\nWe open at 8 am.")  # a short line before prose stays
+    assert [u.text for u in units_of(labelled, 0)] == ["Sunday", "We open at 8 am."]
+
+
 def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
     weights = term_weights("What's the price of the sourdough?", COUNTS, 100)
     assert weights["sourd"] > 3 * weights["price"]  # "price" says what kind of answer, not what of
@@ -151,6 +185,13 @@ def test_a_structured_list_is_quoted_by_the_item_that_answers():
                   kind="fact", title="Harvest Pumpkin Muffins")
     question = "How much honey goes in the pumpkin muffins?"
     assert select(question, [rest], term_weights(question, MUFFIN_COUNTS, 100)).lead == "1/4 cup honey"
+    # And where the chunk opens in the middle of the list, with no label left.
+    rest = source(8, "puree; 2 large eggs; 8 oz mascarpone (if you don't have mascarpone, you can use cream "
+                     "cheese); 1/4 cup honey; 1 1/2 tsp baking powder.\n\nSteps: 1. Mix.",
+                  kind="fact", title="Harvest Pumpkin Muffins")
+    question = "I have no mascarpone, what can I use instead in the pumpkin muffins?"
+    assert select(question, [rest], term_weights(question, {**MUFFIN_COUNTS, "mascarpon": 1}, 100)).lead == (
+        "8 oz mascarpone (if you don't have mascarpone, you can use cream cheese)")
 
 
 def test_how_long_asks_for_a_length_of_time_not_any_number():
