@@ -208,7 +208,7 @@ def question_language(question: str, page: PageContext | None, config_lang: str 
     page_lang = primary_subtag(page.lang if page else "")
     fallback = previous or page_lang or config_lang or "en"
     prefer = {*site_langs, page_lang} - {""}
-    return detect_language(question, default=fallback, min_words=3, min_prob=0.9, prefer=prefer)
+    return detect_language(question, default=fallback, min_words=3, min_prob=0.9, prefer=prefer, sampled=False)
 
 
 class Answerer:

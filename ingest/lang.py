@@ -183,13 +183,17 @@ def clear_function_word_language(text: str) -> str:
 
 
 def detect_language(
-    text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80, prefer: Collection[str] = ()
+    text: str, *, default: str = "", min_words: int = 4, min_prob: float = 0.80, prefer: Collection[str] = (),
+    sampled: bool = True,
 ) -> str:
     """The ISO 639-1 code of `text`, or `default` when the text is too short or ambiguous.
 
     `prefer`: the languages the text is likely in (a site's languages). When langdetect names
     another language, or is unsure, the function words decide among these; a text clearly in
     another language still gets that language.
+    `sampled`: langdetect's own estimate (pages and chunks, labelled as they always were). False
+    reads every n-gram once instead (`likeliest_language`): ~0.1 ms where langdetect's sampling
+    takes 1.5-30 ms, for a visitor's question on the answer path.
     """
     if len(_WORD.findall(text[:2000])) < min_words:
         return _function_word_vote(text, prefer) or default if prefer else default
@@ -211,7 +215,16 @@ def detect_language(
             return decisive
     # Short texts (visitors' questions, asked again and again) keep their guess: ~15 ms of
     # langdetect each time otherwise. Seeded langdetect gives a text the same guess every time.
-    guess = _cached_guess(text) if len(text) <= _CACHED_LENGTH else _guess(text)
+    if not sampled:
+        guess = likeliest_language(text)
+        if guess and prefer and primary_subtag(guess[0]) not in prefer and not decisive_language(text) \
+                and not _function_word_vote(text, [primary_subtag(guess[0])]):
+            # Read at once, the n-grams of a short English question can lean to Tagalog
+            # ("anything I should bring along?", where langdetect said English): a language the
+            # site does not have needs a decisive lead or one of its own function words.
+            guess = (guess[0], 0.0)
+    else:
+        guess = _cached_guess(text) if len(text) <= _CACHED_LENGTH else _guess(text)
     if guess is None:
         return default
     lang, prob = primary_subtag(guess[0]), guess[1]
@@ -244,20 +257,43 @@ def decisive_language(text: str, margin: float = DECISIVE_MARGIN) -> str:
     Its estimate is a sample of this: the log-likelihood of all the n-grams at once (naive Bayes
     with langdetect's smoothing, over the same profiles and the same n-grams). When that is
     decisive, sampling cannot tell anything else."""
+    found = _likelihoods(text)
+    if found is None or found[2] < margin:
+        return ""
+    return primary_subtag(found[0])
+
+
+def likeliest_language(text: str) -> tuple[str, float] | None:
+    """The language whose profile explains all of `text`'s n-grams best and its posterior (equal
+    priors), or None: what langdetect's sampling estimates, read once. Checked against langdetect
+    as `detect_language` uses it, on 1,132 questions (the eval sets' 1,102 and the answer bench's
+    30) under four sets of preferred languages: the same outcome 4,488 times in 4,528; of the 40
+    others, the labelled language 23 more times ("Unser Server hat keinen Internetzugang…" is
+    German where langdetect's draws made it English); with the FastAPI site's three languages
+    preferred, 1,091 of the eval sets' 1,102 right, langdetect 1,090."""
+    found = _likelihoods(text)
+    return None if found is None else (found[0], found[1])
+
+
+@functools.lru_cache(maxsize=4096)
+def _likelihoods(text: str) -> tuple[str, float, float] | None:
+    """(language, posterior, lead over the runner-up in nats) of naive Bayes over the text's
+    n-grams with langdetect's profiles and smoothing, or None when it has no n-gram. Remembered:
+    `decisive_language` and `likeliest_language` read the same question."""
     detector = CompactDetector(profiles())
     detector.append(text)
     detector.cleaning_text()
     grams = detector._extract_ngrams()
     if not grams:
-        return ""
+        return None
     scores = [0.0] * len(detector.langlist)
     for gram in grams:
         for index, gain in _ngram_gains(gram):
             scores[index] += gain
     first, second = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:2]
-    if scores[first] - scores[second] < margin:
-        return ""
-    return primary_subtag(detector.langlist[first])
+    top = scores[first]
+    posterior = 1.0 / sum(math.exp(score - top) for score in scores)
+    return detector.langlist[first], posterior, top - scores[second]
 
 
 @functools.lru_cache(maxsize=16_384)
