@@ -213,8 +213,8 @@ def detect_language(
         decisive = decisive_language(text)
         if decisive in prefer:
             return decisive
-    # Short texts (visitors' questions, asked again and again) keep their guess: ~15 ms of
-    # langdetect each time otherwise. Seeded langdetect gives a text the same guess every time.
+    # Short texts keep langdetect's guess (~15 ms each time otherwise; seeded, it gives a text the
+    # same guess every time). Visitors' questions do not wait for it at all (`sampled=False`).
     if not sampled:
         guess = likeliest_language(text)
         if guess and prefer and primary_subtag(guess[0]) not in prefer and not decisive_language(text) \
