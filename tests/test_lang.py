@@ -176,14 +176,11 @@ def test_reading_every_ngram_names_the_question_s_language_at_least_as_often_as_
     """On every question of the eval sets, with its own language labelled, under four sets of site
     languages: the whole-text estimate is right at least as often as langdetect's sampling, and
     the two disagree on few questions."""
+    from app.eval import load_golden
     from ingest.lang import detect_language
 
-    labelled = []
-    for path in sorted((Path(__file__).parent / "eval").rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            item = json.loads(line) if line.strip() else {}
-            texts = [item["q"]] if item.get("q") else [t for t in item.get("turns", []) if isinstance(t, str)]
-            labelled += [(text, item.get("lang", "en")) for text in texts if text]
+    labelled = [(text, item.lang or "en") for path in sorted((Path(__file__).parent / "eval").rglob("*.jsonl"))
+                for item in load_golden(path) for text in ([item.q] if item.q else item.turns)]
     assert len(labelled) > 1000
     right = {True: 0, False: 0}
     differ = 0
