@@ -275,6 +275,20 @@ def _cut_inside_string(block: str) -> bool:
     return False
 
 
+#: A listing of nothing but imports (Python's `from x import y`, `import x`, an ES module's `import
+#: x from "y"`): the shortest block on a page that names its API, so it stood as the "code
+#: example" of a how-do-I answer, showing nothing of how.
+_ONLY_IMPORTS = re.compile(r"(?:[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import\b(?:[ \t]*\([^)]*\)|[^\n]*)\s*)+")
+
+
+def _imports_nothing_asked(unit: Unit, weights: Mapping[str, float]) -> bool:
+    """Whether a unit is a listing of imports alone that names nothing the question asks about:
+    never quoted (`FastAPI, Header` and `BaseModel` under "how do I test my API"); one that
+    imports what was asked (`StaticFiles` for "serve static files") may stand."""
+    return (unit.kind == "code" and bool(_ONLY_IMPORTS.fullmatch(unit.text))
+            and not any(t in stems(unit.text) for t in weights))
+
+
 def _is_list_rest(block: str) -> bool:
     """Whether a paragraph is a list's items and nothing else: one line of at least four short
     pieces separated by "; "."""
@@ -514,7 +528,12 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         neighbour = index_of.get((lead_unit.source, lead_unit.position + step))
         if neighbour is None or neighbour in chosen or not room_for(neighbour):
             continue
-        before = units[neighbour if step < 0 else index_of.get((lead_unit.source, lead_unit.position + step - 1), lead)]
+        if _imports_nothing_asked(units[neighbour], weights):
+            continue  # passed over: the listing it opens reads on from the sentence before it
+        previous = index_of.get((lead_unit.source, lead_unit.position + step - 1), lead)
+        if step == 2 and _imports_nothing_asked(units[previous], weights):
+            previous = lead
+        before = units[neighbour if step < 0 else previous]
         introduced = step > 0 and before.text.rstrip().endswith(":")
         candidate = units[neighbour]
         # "But it is now deprecated.", "Standardmäßig 600.": the rest of the same thought.
@@ -591,14 +610,16 @@ def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float
     identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", lead.text)
                    if "_" in w or "." in w.strip(".") or (w[:1].isupper() and any(c.isupper() for c in w[1:]))}
     length_weight = UNIT_WEIGHTS[FEATURES.index("length")]
-    best: tuple[float, int, int] | None = None
+    best: tuple[bool, float, int, int] | None = None
     for i, unit in enumerate(units):
         if unit.kind != "code" or unit.source != lead.source or len(unit.text) > 600:
             continue
         names = set(re.findall(r"[A-Za-z_][\w.]*", unit.text))
-        if not (identifiers & names or any(t in stems(unit.text) for t in weights)):
+        if _imports_nothing_asked(unit, weights) or not (
+                identifiers & names or any(t in stems(unit.text) for t in weights)):
             continue
-        key = (-score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
+        only_imports = bool(_ONLY_IMPORTS.fullmatch(unit.text))  # the last choice, though asked about
+        key = (only_imports, -score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
         if best is None or key < best:
             best = key
-    return best[2] if best else None
+    return best[3] if best else None

@@ -71,6 +71,9 @@ _ALWAYS_DROPPED = ", ".join(
         '#onetrust-consent-sdk, #CybotCookiebotDialog, .cc-window, [id*="cookie-banner" i]',
         '[class*="cookie-banner" i], [id*="cookie-consent" i], [class*="cookie-consent" i]',
         '[id*="cookie-notice" i], [class*="cookie-notice" i]',
+        # A diagram's source ("sequenceDiagram / rect rgba(0, 255, 0, .1) / code ->> function"),
+        # which a script draws as a picture: the visitor sees the picture, never this text.
+        ".mermaid",
     )
 )
 
@@ -247,6 +250,23 @@ _PRINTED_OUTPUT = "span.go"
 _OUTPUT_MARK = "\x00"
 
 
+#: A code annotation's anchor (Material for MkDocs: `# (1)!`, `// (2)!`), which the page shows as a
+#: numbered bubble with the note in a list below the block; as text it read "# (6)!" above a
+#: Dockerfile's CMD line in an answer. A line that held only the anchor goes with it.
+_ANNOTATION_ANCHOR = re.compile(r"[ \t]*(?:#|//|--|/\*|<!--)[ \t]*\(\d{1,2}\)![ \t]*(?:\*/|-->)?[ \t]*$")
+
+
+def _without_annotation_anchors(text: str) -> str:
+    if ")!" not in text:
+        return text
+    kept = []
+    for line in text.split("\n"):
+        bare = _ANNOTATION_ANCHOR.sub("", line)
+        if bare.strip() or not line.strip():
+            kept.append(bare)
+    return "\n".join(kept)
+
+
 def pre_text(node: LexborNode) -> str:
     if node.css_first(_PRINTED_OUTPUT) is not None:
         copy = LexborHTMLParser(node.html or "").css_first("pre")  # the page's own tree stays whole
@@ -260,7 +280,7 @@ def pre_text(node: LexborNode) -> str:
                           if line.replace(_OUTPUT_MARK, "").strip() or _OUTPUT_MARK not in line)
     if _TERMINAL_COLOUR.search(text):
         text = html.unescape(_COLOUR_TAG.sub("", text))  # its text was escaped twice ("&apos;")
-    lines = [line.rstrip() for line in text.replace("\r", "").split("\n")]
+    lines = [line.rstrip() for line in _without_annotation_anchors(text.replace("\r", "")).split("\n")]
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():

@@ -356,6 +356,35 @@ $ &lt;font color="#4E9A06"&gt;fastapi&lt;/font&gt; dev &lt;u style="text-decorat
     assert '<span style="color:red">{{ item.id }}</span>\n<b>&amp;</b>' in kept, kept
 
 
+def test_code_annotation_anchors_are_not_shown_as_comments():
+    """Material for MkDocs turns `# (1)!` into a numbered bubble whose note is the list below the
+    block; as text, "# (6)!" stood above a Dockerfile's CMD line in an answer."""
+    html = """<body><main><h1>Docker</h1><p>Create a Dockerfile with:</p>
+    <div class="annotate highlight"><pre><span></span><code><span class="c"># (1)!</span>
+FROM python:3.14
+
+<span class="c"># (6)!</span>
+CMD ["fastapi", "run", "app/main.py"]  <span class="c"># (2)!</span>
+x = 1  # counts (1)! items
+</code></pre></div><ol><li><p>Start from the official Python base image.</p></li></ol></main></body>"""
+    text = all_text(extract(html, "https://x.example/").sections)
+    assert 'FROM python:3.14\n\nCMD ["fastapi", "run", "app/main.py"]\nx = 1  # counts (1)! items' in text, text
+    assert "Start from the official Python base image." in text
+
+
+def test_a_diagram_s_source_is_not_text_a_visitor_reads():
+    """Mermaid diagrams are drawn by a script from their source; quoted, that source read
+    "rect rgba(0, 255, 0, .1) / code ->> function: say_hi(…)" under a question about settings."""
+    html = """<body><main><h1>Dependencies with yield</h1><p>The flow of a request:</p>
+    <pre class="mermaid"><code>sequenceDiagram
+participant client as Client
+client ->> dep: Start request
+</code></pre><div class="mermaid">graph LR; a --> b</div><p>Code after the yield runs last.</p></main></body>"""
+    text = all_text(extract(html, "https://x.example/").sections)
+    assert "The flow of a request:" in text and "Code after the yield runs last." in text, text
+    assert "sequenceDiagram" not in text and "->>" not in text and "graph LR" not in text, text
+
+
 @pytest.mark.skipif(not (FIXTURES / "jsonld" / "recipe-scrapers").is_dir(), reason="shared fixtures not checked out")
 @pytest.mark.parametrize(("page", "recipe", "readers"), [
     # A reader's comment under the recipe, and the site's "related recipes" teasers.

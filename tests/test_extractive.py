@@ -142,6 +142,24 @@ def test_a_code_tab_s_label_is_not_a_sentence():
     assert [u.text for u in units_of(labelled, 0)] == ["Sunday", "We open at 8 am."]
 
 
+def test_a_block_of_imports_alone_is_not_the_code_example():
+    """The shortest block of a tutorial is often its imports: shown as the how-do-I example, it
+    named the API and showed nothing of how. It stands only when it imports what was asked about."""
+    page = source(1, "To test your app, use TestClient with pytest:\n\n"
+                     "from fastapi import FastAPI, Header\nfrom pydantic import BaseModel\n\n"
+                     "client = TestClient(app)\nresponse = client.get(\"/items/\")\n\n"
+                     "Write functions whose names start with test_.", title="Testing")
+    question = "how do I test my app?"
+    weights = term_weights(question, {"test": 3, "app": 9}, 100)
+    codes = [q.text for q in select(question, [page], weights).quotes if "\n" in q.text]
+    assert codes == ["client = TestClient(app)\nresponse = client.get(\"/items/\")"], codes
+    static = source(2, "Mount a folder to serve its files as they are:\n\n"
+                       "from fastapi import FastAPI\nfrom fastapi.staticfiles import StaticFiles", title="Static")
+    question = "how do I serve static files?"
+    weights = term_weights(question, {"static": 2, "files": 5, "serve": 4}, 100)
+    assert any("StaticFiles" in q.text for q in select(question, [static], weights).quotes)
+
+
 def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
     weights = term_weights("What's the price of the sourdough?", COUNTS, 100)
     assert weights["sourd"] > 3 * weights["price"]  # "price" says what kind of answer, not what of
