@@ -46,6 +46,7 @@ from app.events import (
 from app.extractive import select, term_weights
 from app.followup import carried_subject
 from app.grounding import opening
+from app.holidays import holiday_dates, mentions_date
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider, word_pieces
@@ -248,6 +249,9 @@ class Answerer:
             # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.
             carried = carried_subject(question, history)
             query = f"{carried} {question}" if carried else question
+            # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
+            holidays = holiday_dates(query, lang)
+            query = f"{query} {holidays.dates}" if holidays.dates else query
             on_site = page_on_site(page, config)
             page_url = page.url.split("#")[0] if on_site and page else ""
             page_indexed = bool(page_url) and store.pages.is_active_page(conn, page_url)
@@ -286,10 +290,14 @@ class Answerer:
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
-        coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=page_text)
+        # A holiday's name is known where a passage gives its date; the visitor's page, when not indexed.
+        said = " ".join(s.text for s in sources) if holidays.names else ""
+        known = " ".join([page_text, *(name for name, (month, day) in zip(holidays.names, holidays.days, strict=True)
+                                       if mentions_date(said, month, day))]).strip()
+        coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
-        weights = term_weights(question, counts, stats.chunks, carried=carried)
+        weights = term_weights(f"{question} {holidays.dates}".rstrip(), counts, stats.chunks, carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity
@@ -300,11 +308,11 @@ class Answerer:
         signals = None
         if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
-        elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=page_text)):
+        elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=known)):
             refused = "the site never mentions " + ", ".join(names)
         elif settings.refuse_unknown_names and (names := names_in_passing(
                 question, counts, lang, coverage_threshold(stats.chunks),
-                quoted_passages(sources, [q.source for q in selection.quotes]), known=page_text)):
+                quoted_passages(sources, [q.source for q in selection.quotes]), known=known)):
             refused = "the passages the answer would quote never mention " + ", ".join(names)
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"

@@ -324,6 +324,18 @@ def test_sample_site_follow_ups_use_the_conversation(demo_served):
 
 
 @pytest.mark.slow
+def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
+    """The contact page's holiday hours say "On December 24 and December 31 we open from 8:00 am
+    to 1:00 pm" and never "Christmas Eve": the question was refused as naming what the site never
+    mentions."""
+    base, tenant, site = demo_served
+    eve = answer_of(ask(base, tenant.widget_key, "Are you open on Christmas Eve, and if so until what time?",
+                        origin=site)[1])
+    assert eve["meta"]["answered"] is True and "1:00 pm" in eve["text"], eve["text"]
+    assert eve["citations"][0] == f"{site}/contact.html"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("question", [
     pytest.param("Are you opening a second shop?", marks=pytest.mark.xfail(strict=True, reason=(
         "known miss (docs/eval.md, 'How a question is refused'): every word is the site's own and the "

@@ -1,0 +1,36 @@
+"""Fixed-date holidays named in a question, read as the dates a site writes (pure logic)."""
+
+from __future__ import annotations
+
+from app.holidays import holiday_dates, mentions_date, written_date
+
+
+def test_a_holiday_is_read_as_its_date_in_the_site_s_language():
+    found = holiday_dates("Are you open on Christmas Eve, and if so until what time?", "en")
+    assert found.names == ["Christmas Eve"] and found.dates == "December 24"  # not Christmas Day too
+    assert found.days == [(12, 24)]
+    assert holiday_dates("qué horario tenéis en nochebuena", "es").dates == "24 de diciembre"
+    assert holiday_dates("Habt ihr an Silvester offen?", "de").dates == "31. Dezember"
+    both = holiday_dates("open on new year's eve and new year's day?", "en")
+    assert both.dates == "December 31 January 1" and len(both.names) == 2
+
+
+def test_words_that_only_contain_a_holiday_s_name_are_not_one():
+    assert holiday_dates("what is the christmasy blend like?", "en").names == []
+    assert holiday_dates("how do I publish to PyPI?", "en") == ([], [], "")
+    assert holiday_dates("", None) == ([], [], "")
+
+
+def test_dates_are_written_as_each_language_writes_them():
+    assert written_date(12, 24, "en") == "December 24"
+    assert written_date(1, 6, "de") == "6. Januar"
+    assert written_date(2, 14, "fr") == "14 février"
+    assert written_date(10, 31, "sv") == "October 31"  # a language without its months here: English
+
+
+def test_a_passage_gives_a_date_in_the_ways_pages_write_it():
+    for text in ("On December 24 and December 31 we open", "El 24 y el 31 de diciembre abrimos de 8:00 a 13:00",
+                 "Am 24. Dezember geschlossen", "Dec. 24 only", "closed 24 December"):
+        assert mentions_date(text, 12, 24), text
+    for text in ("released in 2024, December", "December 240", "On December 25 we are closed", "24 hours a day"):
+        assert not mentions_date(text, 12, 24), text
