@@ -46,7 +46,7 @@ from app.events import (
 from app.extractive import select, term_weights
 from app.followup import carried_subject
 from app.grounding import opening
-from app.holidays import holiday_dates, mentions_date
+from app.holidays import dated_in, holiday_dates
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider, word_pieces
@@ -292,8 +292,7 @@ class Answerer:
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
         # A holiday's name is known where a passage gives its date; the visitor's page, when not indexed.
         said = " ".join(s.text for s in sources) if holidays.names else ""
-        known = " ".join([page_text, *(name for name, (month, day) in zip(holidays.names, holidays.days, strict=True)
-                                       if mentions_date(said, month, day))]).strip()
+        known = " ".join([page_text, *dated_in(holidays, said)]).strip()
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.

@@ -89,3 +89,8 @@ def mentions_date(text: str, month: int, day: int) -> bool:
     pattern = (rf"(?<!\d){day}(?!\d)\.?\W+(?:\w+\W+){{0,4}}?(?:{months})\b"
                rf"|\b(?:{months})\.?\s+{day}(?!\d)")
     return re.search(pattern, text, re.I) is not None
+
+
+def dated_in(found: HolidayDates, text: str) -> list[str]:
+    """The names of `found` whose date `text` gives (`mentions_date`)."""
+    return [name for name, (month, day) in zip(found.names, found.days, strict=True) if mentions_date(text, month, day)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.holidays import holiday_dates, mentions_date, written_date
+from app.holidays import dated_in, holiday_dates, mentions_date, written_date
 
 
 def test_a_holiday_is_read_as_its_date_in_the_site_s_language():
@@ -34,3 +34,5 @@ def test_a_passage_gives_a_date_in_the_ways_pages_write_it():
         assert mentions_date(text, 12, 24), text
     for text in ("released in 2024, December", "December 240", "On December 25 we are closed", "24 hours a day"):
         assert not mentions_date(text, 12, 24), text
+    found = holiday_dates("open on Christmas Eve or New Year's Eve?", "en")
+    assert dated_in(found, "On December 24 we open at 8 am.") == ["Christmas Eve"]  # the 31st is not said
