@@ -74,6 +74,8 @@ _ALWAYS_DROPPED = ", ".join(
         # A diagram's source ("sequenceDiagram / rect rgba(0, 255, 0, .1) / code ->> function"),
         # which a script draws as a picture: the visitor sees the picture, never this text.
         ".mermaid",
+        # A footnote's way back to its mark ("↩"); the marks themselves: _SectionBuilder.enter.
+        '[role="doc-backlink"], .footnote-backref',
     )
 )
 
@@ -267,6 +269,16 @@ def _without_annotation_anchors(text: str) -> str:
     return "\n".join(kept)
 
 
+def _is_footnote_mark(node: LexborNode) -> bool:
+    """A footnote's mark in the text ("repository [1], you can…"): Docutils' `footnote-reference`,
+    Python-Markdown's `footnote-ref` and `<sup id="fnref…">`, DPUB-ARIA's `doc-noteref`. An
+    answer's own citations are "[1]": quoted, the page's mark read as one. The notes stay."""
+    attributes = node.attributes
+    classes = (attributes.get("class") or "").split()
+    return (attributes.get("role") == "doc-noteref" or "footnote-reference" in classes or "footnote-ref" in classes
+            or (node.tag == "sup" and (attributes.get("id") or "").startswith("fnref")))
+
+
 def pre_text(node: LexborNode) -> str:
     if node.css_first(_PRINTED_OUTPUT) is not None:
         copy = LexborHTMLParser(node.html or "").css_first("pre")  # the page's own tree stays whole
@@ -368,6 +380,10 @@ class _SectionBuilder:
         tag = node.tag
         if tag == "-text":
             self.inline.append(node.text_content or "")
+            return _SKIP
+        if tag in ("a", "sup") and _is_footnote_mark(node):
+            if self.inline:  # "repository [1], you can" reads "repository, you can"
+                self.inline[-1] = self.inline[-1].rstrip(" \t\n")
             return _SKIP
         if tag in _HEADINGS:
             text = heading_text(node)

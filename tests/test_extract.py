@@ -372,6 +372,23 @@ x = 1  # counts (1)! items
     assert "Start from the official Python base image." in text
 
 
+def test_a_footnote_s_mark_is_not_read_as_a_citation_but_the_footnote_stays():
+    """Sphinx writes "repository [1], you can…": quoted, the page's "[1]" read as the answer's
+    own citation of its first source. Python-Markdown's marks ("word<sup>1</sup>") glue a digit on."""
+    html = """<body><main><h1>Hosting</h1><p>If you wish to host your own simple repository
+    <a class="footnote-reference brackets" href="#id4" id="id2" role="doc-noteref"><span
+    class="fn-bracket">[</span>1<span class="fn-bracket">]</span></a>, you can use devpi.</p>
+    <p>Mirrors help<sup id="fnref:1"><a class="footnote-ref" href="#fn:1">2</a></sup> a lot.</p>
+    <aside class="footnote brackets" id="id4" role="doc-footnote"><p>For complete documentation
+    of the simple repository protocol, see the spec.</p></aside>
+    <div class="footnote"><ol><li id="fn:1"><p>Mirrors are copies.<a class="footnote-backref"
+    href="#fnref:1">&#8617;</a></p></li></ol></div></main></body>"""
+    text = all_text(extract(html, "https://x.example/").sections)
+    assert "simple repository, you can use devpi." in " ".join(text.split()), text
+    assert "Mirrors help a lot." in text and "[1]" not in text and "\u21a9" not in text, text
+    assert "Mirrors are copies." in text
+
+
 def test_a_diagram_s_source_is_not_text_a_visitor_reads():
     """Mermaid diagrams are drawn by a script from their source; quoted, that source read
     "rect rgba(0, 255, 0, .1) / code ->> function: say_hi(…)" under a question about settings."""
