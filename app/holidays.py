@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from app.asks import asks_of
+
 #: Each holiday's names in the languages the sample site and the fixtures use, with its date.
 _HOLIDAYS: tuple[tuple[tuple[str, ...], int, int], ...] = (
     (("christmas eve", "nochebuena", "heiligabend", "heiligen abend", "veille de noël", "réveillon de noël"), 12, 24),
@@ -65,12 +67,27 @@ def written_date(month: int, day: int, lang: str) -> str:
     return f"{name} {day}"
 
 
+#: Besides what `asks_of` reads as asking when: "are you closed on Boxing Day?".
+_CLOSED = re.compile(r"\b(closed|cerrad[oa]s?|geschlossen|fermée?s?)\b", re.I)
+
+
+def asks_when(question: str) -> bool:
+    """Whether the question asks when, or whether the place is open or closed, on a day."""
+    asked = asks_of(question)
+    return asked.time or asked.date or bool(_CLOSED.search(question))
+
+
 def holiday_dates(question: str, lang: str | None) -> HolidayDates:
-    """The fixed-date holidays `question` names and the dates they fall on, in `lang`."""
+    """The fixed-date holidays `question` names and the dates they fall on, in `lang`, when it
+    asks when or whether something is open then ("are you open on Christmas Eve?"). "Do you
+    sell Christmas cookies?" asks about cookies: read as a date, it was answered with the
+    holiday closing days; it is left to the rule that refuses names the site never mentions."""
+    if not question or not asks_when(question):
+        return HolidayDates([], [], "")
     names: list[str] = []
     days: list[tuple[int, int]] = []
     dates: list[str] = []
-    for found in _PATTERN.finditer(question or ""):
+    for found in _PATTERN.finditer(question):
         month, day = _DATE_OF[found.group(1).lower()]
         names.append(found.group(1))
         days.append((month, day))

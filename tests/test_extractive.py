@@ -341,6 +341,9 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
         "known miss (docs/eval.md, 'How a question is refused'): every word is the site's own and the "
         "best passage is about the shop, so the answerability model answers it with the car-park FAQ"))),
     "are you hiring baristas right now?",
+    # A holiday is read as its date only in a question about when or whether the shop opens: read
+    # as December 25, this was answered with the holiday closing days (app/holidays.py).
+    "Do you have a Christmas menu?",
 ])
 def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
     base, tenant, site = demo_served

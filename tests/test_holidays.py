@@ -15,6 +15,15 @@ def test_a_holiday_is_read_as_its_date_in_the_site_s_language():
     assert both.dates == "December 31 January 1" and len(both.names) == 2
 
 
+def test_a_holiday_is_a_date_only_when_the_question_asks_when_or_whether_open():
+    """"Do you sell Christmas cookies?" asks about cookies: read as December 25 it was answered
+    with the sample site's holiday closing days."""
+    assert holiday_dates("Do you sell Christmas cookies?", "en") == ([], [], "")
+    assert holiday_dates("Is there a New Year's Eve party?", "en").names == []
+    assert holiday_dates("Are you closed on Boxing Day?", "en").dates == "December 26"
+    assert holiday_dates("when are you open on saturdays? what about christmas day?", "en").dates == "December 25"
+
+
 def test_words_that_only_contain_a_holiday_s_name_are_not_one():
     assert holiday_dates("what is the christmasy blend like?", "en").names == []
     assert holiday_dates("how do I publish to PyPI?", "en") == ([], [], "")
