@@ -87,9 +87,10 @@ def holiday_dates(question: str, lang: str | None) -> HolidayDates:
     names: list[str] = []
     days: list[tuple[int, int]] = []
     dates: list[str] = []
-    for found in _PATTERN.finditer(question):
+    # "New Year’s Eve" as phones type it; one character for one, so the name is the question's own.
+    for found in _PATTERN.finditer(question.replace("’", "'")):
         month, day = _DATE_OF[found.group(1).lower()]
-        names.append(found.group(1))
+        names.append(question[found.start(1):found.end(1)])
         days.append((month, day))
         date = written_date(month, day, (lang or "en").split("-")[0])
         if date not in dates:

@@ -11,6 +11,8 @@ def test_a_holiday_is_read_as_its_date_in_the_site_s_language():
     assert found.days == [(12, 24)]
     assert holiday_dates("qué horario tenéis en nochebuena", "es").dates == "24 de diciembre"
     assert holiday_dates("Habt ihr an Silvester offen?", "de").dates == "31. Dezember"
+    typed = holiday_dates("Are you open on New Year’s Eve?", "en")  # a phone's apostrophe
+    assert typed.names == ["New Year’s Eve"] and typed.dates == "December 31"
     both = holiday_dates("open on new year's eve and new year's day?", "en")
     assert both.dates == "December 31 January 1" and len(both.names) == 2
 
