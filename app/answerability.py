@@ -142,7 +142,8 @@ def question_names(question: str, lang: str) -> list[str]:
 def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, known: str = "") -> list[str]:
     """The names in `question` (`question_names`) that the site never uses: no chunk has any word
     of the name (`document_counts`, by the question's content words, stemmed like the index) and
-    neither does `known` (the visitor's page when it is not indexed yet)."""
+    neither does `known` (words known besides the index: the visitor's page when it is not indexed
+    yet, a holiday's name where a passage gives its date)."""
     names = question_names(question, lang)
     if not names:
         return []
@@ -162,7 +163,7 @@ def names_in_passing(question: str, document_counts: Mapping[str, int], lang: st
     `min_chunks`, the term-coverage rule's bar for a word the site talks about — and that the
     passages the answer would quote (`quoted`) never mention: "deploy to Azure App Service" on
     documentation that names Azure only in its release notes, answered from the deployment
-    guide, which never does. `known` is the visitor's page when it is not indexed yet."""
+    guide, which never does. `known` is as in `unknown_names`."""
     names = question_names(question, lang)
     if not names:
         return []

@@ -281,12 +281,15 @@ def _cut_inside_string(block: str) -> bool:
 _ONLY_IMPORTS = re.compile(r"(?:[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import\b(?:[ \t]*\([^)]*\)|[^\n]*)\s*)+")
 
 
+def _bare_imports(unit: Unit) -> bool:
+    return unit.kind == "code" and bool(_ONLY_IMPORTS.fullmatch(unit.text))
+
+
 def _imports_nothing_asked(unit: Unit, weights: Mapping[str, float]) -> bool:
     """Whether a unit is a listing of imports alone that names nothing the question asks about:
     never quoted (`FastAPI, Header` and `BaseModel` under "how do I test my API"); one that
     imports what was asked (`StaticFiles` for "serve static files") may stand."""
-    return (unit.kind == "code" and bool(_ONLY_IMPORTS.fullmatch(unit.text))
-            and not any(t in stems(unit.text) for t in weights))
+    return _bare_imports(unit) and not any(t in stems(unit.text) for t in weights)
 
 
 def _is_list_rest(block: str) -> bool:
@@ -618,8 +621,8 @@ def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float
         if _imports_nothing_asked(unit, weights) or not (
                 identifiers & names or any(t in stems(unit.text) for t in weights)):
             continue
-        only_imports = bool(_ONLY_IMPORTS.fullmatch(unit.text))  # the last choice, though asked about
-        key = (only_imports, -score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
+        # Imports alone are the last choice, though asked about.
+        key = (_bare_imports(unit), -score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
         if best is None or key < best:
             best = key
     return best[3] if best else None

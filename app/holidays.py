@@ -14,6 +14,7 @@ import re
 from typing import NamedTuple
 
 from app.asks import asks_of
+from ingest.lang import primary_subtag
 
 #: Each holiday's names in the languages the sample site and the fixtures use, with its date.
 _HOLIDAYS: tuple[tuple[tuple[str, ...], int, int], ...] = (
@@ -92,7 +93,7 @@ def holiday_dates(question: str, lang: str | None) -> HolidayDates:
         month, day = _DATE_OF[found.group(1).lower()]
         names.append(question[found.start(1):found.end(1)])
         days.append((month, day))
-        date = written_date(month, day, (lang or "en").split("-")[0])
+        date = written_date(month, day, primary_subtag(lang) or "en")
         if date not in dates:
             dates.append(date)
     return HolidayDates(names, days, " ".join(dates))
