@@ -74,6 +74,10 @@ _ALWAYS_DROPPED = ", ".join(
         # A diagram's source ("sequenceDiagram / rect rgba(0, 255, 0, .1) / code ->> function"),
         # which a script draws as a picture: the visitor sees the picture, never this text.
         ".mermaid",
+        # An API reference's collapsed "Source code in starlette/middleware/cors.py": the library's
+        # implementation, not its documentation (mkdocstrings). Answers quoted its internals
+        # ("if failures: failure_text = 'Disallowed CORS '…") for how a setting behaves.
+        "details.mkdocstrings-source",
         # A footnote's way back to its mark ("↩"); the marks themselves: _SectionBuilder.enter.
         '[role="doc-backlink"], .footnote-backref',
     )

@@ -7,6 +7,7 @@ Every call can return a trace of each stage (candidates, scores, timings) for de
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import time
@@ -373,7 +374,8 @@ def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
     if filters is None or not filters.url_prefix:
         index = vector_index.index_for(conn)
         if index is not None:  # a large tenant: the in-memory fast path
-            return index.search(vector, limit, filters.kinds if filters else None, filters.lang if filters else None)
+            found = index.search(vector, limit, filters.kinds if filters else None, filters.lang if filters else None)
+            return found if index.exact else vector_index.refine(vector, found, functools.partial(vector_index.stored_vectors, conn))
     blob = np.asarray(vector, dtype=np.float32).tobytes()
     sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"
     args: list = [blob, limit]
@@ -573,6 +575,10 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     timings["bm25"] = (time.perf_counter() - started) * 1000
     if beside is not None:
         dense, timings["dense"] = beside.result()
+        refining = time.perf_counter()
+        # On this thread: the connection is this thread's.
+        dense = vector_index.refine(vector, dense, functools.partial(vector_index.stored_vectors, conn))
+        timings["dense"] += (time.perf_counter() - refining) * 1000
     measured = measured or {}
     if measured:  # pending chunks measured at query time take their place among the dense candidates
         dense = sorted([*dense, *((cid, 1.0 - sim) for cid, sim in measured.items())], key=lambda item: item[1])[:limit]

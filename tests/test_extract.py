@@ -402,6 +402,17 @@ client ->> dep: Start request
     assert "sequenceDiagram" not in text and "->>" not in text and "graph LR" not in text, text
 
 
+@needs_fixtures
+def test_an_api_reference_keeps_its_signatures_and_loses_the_library_s_source():
+    """mkdocstrings shows each class's implementation in a collapsed "Source code in …" block:
+    quoted, it answered how CORS preflight caching behaves with `if failures: failure_text = …`.
+    The signature with its defaults stays."""
+    raw = (FIXTURES / "sites" / "fastapi" / "reference" / "middleware" / "index.html").read_bytes()
+    text = all_text(extract(raw, "http://127.0.0.1:8765/reference/middleware/").sections)
+    assert "max_age=600" in text and "from fastapi.middleware.cors import CORSMiddleware" in text, text
+    assert "failure_text" not in text and "Source code in" not in text, text
+
+
 @pytest.mark.skipif(not (FIXTURES / "jsonld" / "recipe-scrapers").is_dir(), reason="shared fixtures not checked out")
 @pytest.mark.parametrize(("page", "recipe", "readers"), [
     # A reader's comment under the recipe, and the site's "related recipes" teasers.

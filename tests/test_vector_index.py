@@ -73,6 +73,24 @@ def test_fast_path_agrees_with_the_exact_scan(tenant, held, monkeypatch):
     assert np.mean(recalls) >= 0.9
 
 
+def test_the_nearest_sign_bit_candidates_are_scored_with_the_stored_vectors(tenant, monkeypatch):
+    """int8 orders near ties wrongly; the nearest REFINE candidates of a large tenant's sign-bit
+    index are re-scored from the float32 vectors vec0 stores, so their distances (and order) are
+    the exact scan's."""
+    tenant, centres, rng = tenant
+    monkeypatch.setattr(vector_index, "EXACT_MAX_CHUNKS", 0)
+    conn = tenant.reader()
+    assert not vector_index.index_for(conn).exact
+    for i in range(10):
+        query = centres[i] + rng.normal(scale=0.3, size=DIM)
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        fast, slow = dense_candidates(conn, query, 30, None), dict(exact(conn, query, 3000))
+        head = fast[:vector_index.REFINE]
+        assert [d for _, d in head] == sorted(d for _, d in head)
+        for chunk_id, distance in head:
+            assert distance == pytest.approx(slow[chunk_id], abs=1e-5)
+
+
 def test_filters_are_honoured(tenant):
     tenant, centres, _ = tenant
     conn = tenant.reader()

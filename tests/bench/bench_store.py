@@ -177,7 +177,9 @@ def bench_dense_recall(quick: bool) -> list[dict]:
     SciFact's abstracts, asked the golden sets' questions and SciFact's queries. The index is forced
     at sizes well below where it is used: at a fixed share of rows re-scored its recall rises with
     the tenant's size, so these are floors. "before" re-scores a fixed few hundred candidates
-    (POOL_SHARE 0), as the code did until 2026-11-29."""
+    (POOL_SHARE 0), as the code did until 2026-11-29; "a tenth" re-scores a tenth of the rows with
+    int8, as it did until 2026-11-29's fourteenth session; "now" re-scores POOL_SHARE of them and
+    the nearest REFINE again from their float32 vectors (vec0's, in the store)."""
     from app.eval import load_beir
     from store import vector_index
 
@@ -204,10 +206,17 @@ def bench_dense_recall(quick: bool) -> list[dict]:
         signs = vector_index.VectorIndex(ids, vectors[picked], zeros, zeros, {"": 0}, exact=False)
         truth = [[i for i, _ in exact.search(v, 50)] for v in query_vectors]
         similarity = [exact.vectors @ v for v in query_vectors]
-        for label, pool_share in (("before (fixed pool)", 0.0), ("now", share)):
+        held = vectors[picked]
+
+        def vectors_of(rows: list[int], held: np.ndarray = held) -> dict[int, np.ndarray]:
+            return {row: held[row] for row in rows}
+
+        for label, pool_share, refined in (("before (fixed pool)", 0.0, False), ("a tenth", 0.1, False),
+                                           ("now", share, True)):
             vector_index.POOL_SHARE = pool_share
             try:
-                found = [[i for i, _ in signs.search(v, 50)] for v in query_vectors]
+                found = [[i for i, _ in (vector_index.refine(v, signs.search(v, 50), vectors_of) if refined
+                                         else signs.search(v, 50))] for v in query_vectors]
             finally:
                 vector_index.POOL_SHARE = share
             at10 = [len(set(f[:10]) & set(t[:10])) / 10 for f, t in zip(found, truth, strict=True)]
@@ -218,6 +227,7 @@ def bench_dense_recall(quick: bool) -> list[dict]:
                     for f, t, s in zip(found, truth, similarity, strict=True)]
             pool_rows = max(50 * vector_index.OVERSAMPLE, 200, int(pool_share * n))  # as _sign_candidates
             rows.append({"chunks": n, "pool": label, "pool_rows": pool_rows,
+                         "exact_rescored": vector_index.REFINE if refined else 0,
                          "questions": len(questions), "recall_at_10": round(float(np.mean(at10)), 4),
                          "recall_at_10_ties": round(float(np.mean(ties)), 4),
                          "min_recall_at_10": round(float(np.min(at10)), 2),
@@ -526,7 +536,7 @@ def run(quick: bool = False, backend: str = "sqlite") -> dict:
     print_table("The sign-bit index (held above 50k chunks) against the exact scan on real vectors (pypug, "
                 "FastAPI and SciFact passages; the golden sets' questions and SciFact's queries), forced at smaller sizes; top 50 as a hybrid "
                 "search asks; recall at a fixed share rises with size, so these are floors", recall,
-                ["chunks", "pool", "pool_rows", "questions", "recall_at_10", "recall_at_10_ties", "min_recall_at_10",
+                ["chunks", "pool", "pool_rows", "exact_rescored", "questions", "recall_at_10", "recall_at_10_ties", "min_recall_at_10",
                  "recall_at_50"])
     compaction = bench_compaction(quick)
     print_table("The lexical side on a tenant written a page per transaction, its text index as written and "
