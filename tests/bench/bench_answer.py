@@ -3,7 +3,7 @@ as the client sees it, for the extractive answerer on a 10k-chunk tenant, with 1
 concurrent streams over loopback; RSS of the server process idle and under load; the first answer
 after `frontdesk serve` starts (BENCH_BASELINE=<a checkout> adds an older revision's, interleaved).
 
-`--workers N` instead serves the tenant with `frontdesk serve --workers N` and reports, at 10 and 50
+`--workers N` instead serves the tenant with `frontdesk serve --workers N` and reports, at 10, 50 and 200
 concurrent streams, TTFT p50/p95/p99, answers/s, errors and the RSS of every server process.
 `--nodes N` serves it from PostgreSQL by one and by N `frontdesk serve` processes on one database
 (and from its SQLite file beside them), at 1, 10 and 50 concurrent streams.
@@ -223,7 +223,7 @@ def _process_rss_mb(serve_pid: int) -> dict[str, float]:
 
 
 def run_workers(workers: int, quick: bool = False) -> dict:
-    """The answer load at 10 and 50 concurrent streams against `frontdesk serve --workers N`."""
+    """The answer load at 10, 50 and 200 concurrent streams against `frontdesk serve --workers N`."""
     from tests.server import ROOT, _stop
 
     rows = []
@@ -248,8 +248,8 @@ def run_workers(workers: int, quick: bool = False) -> dict:
             asyncio.run(_load(base, key, 2 * workers, 10 * workers, questions))  # warm every worker
             idle = _process_rss_mb(process.pid)
             peak = dict(idle)
-            for concurrency in (10, 50):
-                requests = {10: 100, 50: 200}[concurrency] // (3 if quick else 1)
+            for concurrency in (10, 50, 200):
+                requests = {10: 100, 50: 200, 200: 400}[concurrency] // (3 if quick else 1)
                 started = time.perf_counter()
                 results = asyncio.run(_load(base, key, concurrency, requests, questions))
                 wall = time.perf_counter() - started
