@@ -576,6 +576,7 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
     if beside is not None:
         dense, timings["dense"] = beside.result()
         refining = time.perf_counter()
+        assert vector is not None  # a scan is started only with one
         # On this thread: the connection is this thread's.
         dense = vector_index.refine(vector, dense, functools.partial(vector_index.stored_vectors, conn))
         timings["dense"] += (time.perf_counter() - refining) * 1000
