@@ -99,13 +99,19 @@ def test_unanswerable_question_is_refused_honestly_and_recorded_as_a_gap(served)
     _, events = ask(base, tenant.widget_key, question)
     result = answer_of(events)
     assert result["meta"]["answered"] is False and result["meta"]["source"] == "not_found"
-    assert result["text"].startswith("I could not find that on this site")
+    # Nothing on the site is near a lava cake: no page is offered as one that "may help".
+    assert result["text"] == "I could not find that on this site." and result["citations"] == [], result
     deadline = time.monotonic() + 5
     gap = None
     while time.monotonic() < deadline and gap is None:
         gap = tenant.reader().execute("SELECT question, count FROM gaps WHERE question = ?", (question,)).fetchone()
         time.sleep(0.1)
     assert gap == (question, 1)
+    # A near miss in the guide's own vocabulary is refused too, with the nearest pages offered.
+    _, events = ask(base, tenant.widget_key, "roll back the last django migration")
+    near = answer_of(events)
+    assert near["meta"]["answered"] is False and near["text"].endswith("These pages may help:"), near
+    assert 1 <= len(near["citations"]) <= 3, near
 
 
 @pytest.mark.parametrize("question, answered, opening", [
