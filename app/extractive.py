@@ -618,9 +618,9 @@ def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float
         if unit.kind != "code" or unit.source != lead.source or len(unit.text) > 600:
             continue
         names = set(re.findall(r"[A-Za-z_][\w.]*", unit.text))
-        if _imports_nothing_asked(unit, weights) or not (
-                identifiers & names or any(t in stems(unit.text) for t in weights)):
-            continue
+        asked = any(t in stems(unit.text) for t in weights)
+        if (_bare_imports(unit) and not asked) or not (identifiers & names or asked):
+            continue  # imports naming nothing asked, or a block about something else
         # Imports alone are the last choice, though asked about.
         key = (_bare_imports(unit), -score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
         if best is None or key < best:

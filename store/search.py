@@ -7,7 +7,6 @@ Every call can return a trace of each stage (candidates, scores, timings) for de
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import time
@@ -375,7 +374,7 @@ def dense_candidates(conn: apsw.Connection, vector: np.ndarray, limit: int,
         index = vector_index.index_for(conn)
         if index is not None:  # a large tenant: the in-memory fast path
             found = index.search(vector, limit, filters.kinds if filters else None, filters.lang if filters else None)
-            return found if index.exact else vector_index.refine(vector, found, functools.partial(vector_index.stored_vectors, conn))
+            return found if index.exact else vector_index.refined(conn, vector, found)
     blob = np.asarray(vector, dtype=np.float32).tobytes()
     sql = "SELECT rowid, distance FROM chunk_vec WHERE embedding MATCH ? AND k = ?"
     args: list = [blob, limit]
@@ -577,8 +576,7 @@ def _search(conn: apsw.Connection, text: str, vector: np.ndarray | None, *, k: i
         dense, timings["dense"] = beside.result()
         refining = time.perf_counter()
         assert vector is not None  # a scan is started only with one
-        # On this thread: the connection is this thread's.
-        dense = vector_index.refine(vector, dense, functools.partial(vector_index.stored_vectors, conn))
+        dense = vector_index.refined(conn, vector, dense)  # on this thread: the connection is this thread's
         timings["dense"] += (time.perf_counter() - refining) * 1000
     measured = measured or {}
     if measured:  # pending chunks measured at query time take their place among the dense candidates

@@ -283,6 +283,11 @@ def refine(vector: np.ndarray, found: list[tuple[int, float]],
     return sorted(rescored, key=lambda item: item[1]) + found[REFINE:]
 
 
+def refined(conn: apsw.Connection, vector: np.ndarray, found: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """`refine` with the vectors the tenant's file stores: what a search on `conn` uses."""
+    return refine(vector, found, lambda chunk_ids: stored_vectors(conn, chunk_ids))
+
+
 def _scan_pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=2, thread_name_prefix="frontdesk-dense")
 
