@@ -39,15 +39,26 @@ def refill(tokens: float, updated: float, now: float, rate: float, burst: float)
 
 
 def open_file(path: Path) -> apsw.Connection:
-    """Open (creating) the shared bucket file."""
+    """Open (creating) the shared bucket file. The workers of `frontdesk serve` open it at the same
+    moment: when two turn a new file to WAL at once, SQLite answers one "database is locked" at once
+    rather than wait (its busy handler is not called where waiting could deadlock), and that worker
+    died at start and was respawned. The setup is tried again until SETUP_TIMEOUT_MS has passed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = apsw.Connection(str(path))
-    conn.set_busy_timeout(SETUP_TIMEOUT_MS)
-    conn.pragma("journal_mode", "wal")
-    conn.pragma("synchronous", "off")
-    conn.execute(_SCHEMA)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    return conn
+    deadline = time.monotonic() + SETUP_TIMEOUT_MS / 1000
+    while True:
+        conn = apsw.Connection(str(path))
+        try:
+            conn.set_busy_timeout(SETUP_TIMEOUT_MS)
+            conn.pragma("journal_mode", "wal")
+            conn.pragma("synchronous", "off")
+            conn.execute(_SCHEMA)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            return conn
+        except apsw.BusyError:
+            conn.close()
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class SharedTokenBuckets:

@@ -106,3 +106,31 @@ def test_a_shared_take_costs_well_under_a_millisecond(tmp_path):
     finally:
         file.close()
     assert per_take < 0.002  # measured ~30-60 µs; a loose bar for a busy shared machine
+
+
+def test_workers_opening_a_new_shared_file_at_the_same_moment_all_open_it(tmp_path):
+    """`frontdesk serve`'s workers open ratelimits.db as they start. When two turn a new file to WAL
+    at once, SQLite answers one "database is locked" without waiting; that worker died at start
+    (a traceback in the log, a respawn). Six at once, 150 new files: every one opens."""
+    import threading
+
+    from store.ratelimits import open_file
+
+    failures: list[Exception] = []
+    for n in range(150):
+        path = tmp_path / f"{n}" / "ratelimits.db"
+        barrier = threading.Barrier(6)
+
+        def start_a_worker(path=path, barrier=barrier) -> None:
+            barrier.wait()
+            try:
+                open_file(path).close()
+            except Exception as exc:  # noqa: BLE001 - counted, then asserted on
+                failures.append(exc)
+
+        threads = [threading.Thread(target=start_a_worker) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -512,11 +513,19 @@ class Soak:
 # -- the run --------------------------------------------------------------------------------------
 
 
+#: The line a traceback ends with, inside an exception group's `|` margin too: what was raised.
+_RAISED = re.compile(r"^[\s|+-]*([A-Za-z_][\w.]*(?:Error|Exception|Group)\b.*)$")
+
+
 def server_log_problems(log: Path) -> list[str]:
+    """Lines of the server's log that say something went wrong, each traceback with what it raised
+    ("apsw.BusyError: database is locked"), so a failed soak says why without its log."""
     problems = []
     for line in log.read_text(errors="replace").splitlines():
         if "Traceback" in line or "unhandled error" in line or "answer stream failed" in line or "panicked" in line:
             problems.append(line[:400])
+        elif problems and (raised := _RAISED.match(line)):
+            problems.append(raised.group(1)[:400])
     return problems
 
 
