@@ -28,10 +28,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     allows at ~350 MB each, at least one (README, "Workers": two workers answered 1.2-1.9x as many
     questions a second as one on two cores)."""
     answer_threads: int = 0
-    """Questions one server worker retrieves and ranks at once; the others wait their turn. 0 (the
-    default) = 1 on the SQLite files, where retrieval is CPU in one interpreter and more threads only
-    take the lock from each other (README, "Workers"); on PostgreSQL, where it also waits on the
-    database, the connection pool's size (`database_pool_size`: each holds a connection)."""
+    """Questions one server worker retrieves and ranks at once, in worker threads; the others wait
+    their turn. 0 (the default): on the SQLite files one at a time on the worker's event loop
+    itself, where retrieval is CPU in one interpreter and threads only take the lock from each other
+    and from the loop (in a thread only while new content's in-memory indexes are built; README,
+    "Workers"); on PostgreSQL, where it also waits on the database, the connection pool's size
+    (`database_pool_size`: each holds a connection)."""
     admin_token: str = ""
     """Server admin bearer token for /admin and /a2a; empty disables the server-wide token."""
     model: str = "minilm-l6-v2-int8"

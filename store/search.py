@@ -165,6 +165,14 @@ def content_terms(text: str) -> list[str]:
     return [t for t in fts_terms(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
 
 
+def searched_in_memory(conn: apsw.Connection) -> bool:
+    """Whether a search of this tenant now reads only what this process holds (its text and vector
+    indexes, built for its current content) and a few postings and rows of the file: nothing to
+    build, no scan of every vector. The answerer then searches on the event loop itself."""
+    version = vector_index.content_version(conn)
+    return vector_index.holds_current(conn, version) and text_index.holds_current(conn, version)
+
+
 def chunk_count(conn: apsw.Connection) -> int:
     (count,) = one_row(conn.execute("SELECT count(*) FROM chunks"))
     return int(count)

@@ -363,6 +363,14 @@ def _make_room() -> None:
         held -= _bytes_of(entry.index)
 
 
+def holds_current(conn: apsw.Connection, version: str | None = None) -> bool:
+    """Whether this process holds the tenant's statistics for its current content (`version`: its
+    `content_version`, when the caller read it): `index_for` then builds nothing."""
+    entry = _cache.get(conn.filename)
+    return (entry is not None and entry.index is not None
+            and entry.generation == (content_version(conn) if version is None else version))
+
+
 def index_for(conn: apsw.Connection) -> TextIndex | None:
     """The tenant's index for its current content, or None when FTS5 should rank (a rebuild not
     due yet after a content change, or a table this module cannot read)."""

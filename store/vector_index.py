@@ -214,6 +214,15 @@ def content_version(conn: apsw.Connection) -> str:
     return f"{meta.get('created_at', '')}:{meta.get('generation', '0')}"
 
 
+def holds_current(conn: apsw.Connection, version: str | None = None) -> bool:
+    """Whether this process holds an index of the tenant's current content (`version`: its
+    `content_version`, when the caller read it): `index_for` then builds nothing and vec0 scans
+    nothing."""
+    entry = _cache.get(conn.filename)
+    return (entry is not None and entry.index is not None
+            and entry.generation == (content_version(conn) if version is None else version))
+
+
 def index_for(conn: apsw.Connection) -> VectorIndex | None:
     """The tenant's index for its current content, or None when vec0's scan is the way (no
     vectors, no room in the budget, or a rebuild not due yet). One small read of `meta` when the

@@ -208,6 +208,58 @@ def test_a_worker_retrieves_at_most_answer_threads_questions_at_once(served, ans
         ctx.close()
 
 
+def test_a_worker_retrieves_on_its_event_loop_once_the_tenants_indexes_are_built(served, monkeypatch):
+    """`answer_threads` 0 on a SQLite file (the default): a question that finds the tenant's
+    in-memory indexes to build (a first question, new content) is retrieved in a worker thread,
+    later ones on the event loop's own thread, one at a time, and every one is answered."""
+    import asyncio
+    import threading
+
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.context import Context
+    from app.events import ChatRequest, DoneEvent
+    from app.metrics import Metrics
+    from app.providers import Extractive
+    from app.settings import Settings
+    from store import text_index, vector_index
+
+    # Content an earlier test wrote is otherwise searched by SQLite alone for a few seconds, and so
+    # in a thread: the indexes are rebuilt by the first search here, whatever ran before.
+    monkeypatch.setattr(text_index, "REBUILD_INTERVAL_S", 0.0)
+    monkeypatch.setattr(vector_index, "REBUILD_INTERVAL_S", 0.0)
+    _, ctx, tenant, _ = served
+    ctx = Context(Settings(data_dir=ctx.settings.data_dir, answer_threads=0))
+    tenant = ctx.tenant(tenant.id)
+    answerer = Answerer(ctx, Extractive(), AnswerCache(0), Metrics())
+    threads: list[int] = []
+    retrieve = answerer.retrieve
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.get_ident())
+        return retrieve(*args, **kwargs)
+
+    answerer.retrieve = recorded
+
+    async def one(question: str) -> list:
+        return [e async for e in answerer.stream(tenant, ChatRequest(key=tenant.widget_key, question=question),
+                                                  persist=False, use_cache=False)]
+
+    async def questions() -> tuple[int, list, list]:
+        first = await one("how do I upload a package to PyPI")
+        rest = await asyncio.gather(*(one(f"how do I upload a package to PyPI ({n})") for n in range(4)))
+        return threading.get_ident(), first, rest
+
+    text_index.forget()  # as after new content: the first search builds the tenant's text index
+    try:
+        loop_thread, first, rest = asyncio.run(questions())
+        assert threads[0] != loop_thread
+        assert threads[1:] == [loop_thread] * 4
+        assert all(isinstance(events[-1], DoneEvent) for events in [first, *rest])
+    finally:
+        ctx.close()
+
+
 def test_curated_answer_short_circuits(served):
     base, ctx, tenant, _ = served
     question = "Who maintains the packaging guide?"

@@ -38,3 +38,26 @@ def test_figures_are_lined_up_by_path_and_list_items_by_their_name():
 def test_a_revision_that_does_not_exist_is_said_plainly():
     with pytest.raises(RuntimeError, match="cannot check out 'no-such-revision'"):
         run_at_revision("no-such-revision", "store", ["--quick"], "store")
+
+
+def test_the_load_driver_reads_every_answer_and_its_server_timings_from_a_real_server(pypug_ctx):
+    """tests/bench/loadgen.py against `frontdesk serve`: each request's stream is read to its end
+    on a kept-alive connection (more requests than streams), with the client's TTFT and the
+    server's from the `done` event; a refused request counts by its status."""
+    import asyncio
+
+    from tests.bench import loadgen
+    from tests.conftest import PYPUG_ORIGIN
+    from tests.server import run_server
+
+    tenant = pypug_ctx.tenant("pypug")
+    with run_server(pypug_ctx.data_dir, rate_per_ip=1000, rate_burst_ip=1000) as base:
+        results = asyncio.run(loadgen.load([base], tenant.widget_key, PYPUG_ORIGIN, 2, 6,
+                                           ["How do I upload a package to PyPI?"]))
+        refused = asyncio.run(loadgen.load([base], "wk_no_such_key", PYPUG_ORIGIN, 1, 2, ["hello there"]))
+    assert len(results) == 6
+    for result in results:
+        assert result["status"] == 200 and not result.get("error")
+        assert 0 < result["client_ttft_ms"] <= result["client_total_ms"]
+        assert result["server_ttft_ms"] > 0 and result["server_total_ms"] >= result["server_ttft_ms"]
+    assert [r["status"] for r in refused] == [401, 401]

@@ -120,6 +120,30 @@ def test_rebuilt_when_content_changes(tenant):
     assert dense_candidates(conn, target, 1, None)[0][0] == new_id
 
 
+def test_a_search_is_in_memory_only_once_both_indexes_hold_the_current_content(tenant, monkeypatch):
+    """`searched_in_memory` (the answerer then searches on its event loop) is true only while this
+    process holds the tenant's vector and text indexes for its current content: not before the
+    first search builds them, nor after new content, nor once the text index is dropped."""
+    from store import search, text_index
+
+    tenant, centres, _ = tenant
+    monkeypatch.setattr(text_index, "REBUILD_INTERVAL_S", 0.0)  # as the fixture does for vectors
+    conn = tenant.reader()
+    text_index.forget()
+    vector_index.configure(256)  # drops every held vector index
+    assert not search.searched_in_memory(conn)
+    query = (centres[0] / np.linalg.norm(centres[0])).astype(np.float32)
+    search.search(conn, "chunk", query, k=5)
+    assert search.searched_in_memory(conn)
+    with tenant.write() as writer:
+        tenant.bump_generation(writer)
+    assert not search.searched_in_memory(conn)
+    search.search(conn, "chunk", query, k=5)
+    assert search.searched_in_memory(conn)
+    text_index.forget()
+    assert not search.searched_in_memory(conn)
+
+
 def test_similarities_match_the_stored_vectors(tenant):
     tenant, centres, _ = tenant
     conn = tenant.reader()

@@ -6,6 +6,7 @@ import gzip
 import hashlib
 import ipaddress
 import logging
+import time
 from collections.abc import AsyncIterator
 from functools import lru_cache
 from pathlib import Path
@@ -79,8 +80,9 @@ async def preflight(request: Request) -> Response:
     return Response(content=b"", status_code=204, headers={**CORS_HEADERS, **cors(origin)})
 
 
-async def _sse(answerer: Answerer, tenant: Tenant, body: ChatRequest) -> AsyncIterator[ServerSentEventMessage]:
-    events = answerer.stream(tenant, body)
+async def _sse(answerer: Answerer, tenant: Tenant, body: ChatRequest,
+               received: float) -> AsyncIterator[ServerSentEventMessage]:
+    events = answerer.stream(tenant, body, received=received)
     try:
         async for event in events:
             yield ServerSentEventMessage(event=event_name(event), data=msgspec.json.encode(event).decode())
@@ -110,6 +112,7 @@ WIDGET_ERRORS = {
 @post("/v1/chat", status_code=200, summary="Ask a question; answer streamed as Server-Sent Events",
       responses=WIDGET_ERRORS)
 async def chat(request: Request) -> Response:
+    received = time.perf_counter()  # the answer's TTFT counts from here, the wait for a turn too
     state = request.app.state
     origin = request.headers.get("origin")
     body = await read_json(request, ChatRequest, state.settings.max_body_bytes)
@@ -119,7 +122,7 @@ async def chat(request: Request) -> Response:
     # Bad input is refused here, with a JSON error and a 4xx status, before any stream starts.
     body.question = check_question(body.question, state.settings.max_question_chars)
     state.ratelimits.check(tenant.id, client_ip(request))
-    return ServerSentEvent(_sse(state.answerer, tenant, body), headers=cors(origin))
+    return ServerSentEvent(_sse(state.answerer, tenant, body, received), headers=cors(origin))
 
 
 @post("/v1/feedback", status_code=200, summary="Thumbs up or down on an answer", responses=WIDGET_ERRORS)

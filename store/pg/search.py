@@ -378,6 +378,12 @@ def document_counts(conn: PgConnection, terms: list[str], cap: int = 1000) -> di
     return counts
 
 
+def searched_in_memory(conn: PgConnection) -> bool:
+    """As store.search.searched_in_memory: never on PostgreSQL, where every search waits on the
+    database."""
+    return False
+
+
 def chunk_count(conn: PgConnection) -> int:
     row = conn.execute("SELECT count(*) FROM chunks").fetchone()
     return int(row[0]) if row else 0

@@ -4,9 +4,14 @@ concurrent streams over loopback; RSS of the server process idle and under load;
 after `frontdesk serve` starts (BENCH_BASELINE=<a checkout> adds an older revision's, interleaved).
 
 `--workers N` instead serves the tenant with `frontdesk serve --workers N` and reports, at 10, 50 and 200
-concurrent streams, TTFT p50/p95/p99, answers/s, errors and the RSS of every server process.
+concurrent streams, TTFT p50/p95/p99, answers/s, errors and the RSS of every server process
+(BENCH_ANSWER_THREADS=N, here and without `--workers`, serves with FRONTDESK_ANSWER_THREADS=N:
+retrieval in N threads).
 `--nodes N` serves it from PostgreSQL by one and by N `frontdesk serve` processes on one database
 (and from its SQLite file beside them), at 1, 10 and 50 concurrent streams.
+
+The load comes from tests/bench/loadgen.py (raw HTTP/1.1, one keep-alive connection a stream), on
+the same cores as the server; each row gives its CPU per request (`client_cpu_ms`).
 
 The tenant is the pypug fixture (real text, real questions) topped up to 10,000 chunks with
 synthetic passages; the answer cache is off so every request runs the whole pipeline.
@@ -29,6 +34,7 @@ import numpy as np
 from app.context import Context
 from app.settings import Settings
 from ingest.folder import index_folder
+from tests.bench import loadgen
 from tests.bench.bench_store import real_texts
 from tests.bench.common import percentiles, print_table
 from tests.conftest import PYPUG, PYPUG_ORIGIN
@@ -116,21 +122,27 @@ def _server_rss_mb(base_pid: int) -> float:
 
 async def _load(base: str | list[str], key: str, concurrency: int, requests: int,
                 questions: list[str]) -> list[dict]:
-    """`requests` questions from `concurrency` streams at once; with several base URLs (nodes),
-    the requests go round robin to them, as a load balancer would send them."""
+    """`requests` questions from `concurrency` streams at once (tests/bench/loadgen.py); with
+    several base URLs (nodes), the requests go round robin to them, as a load balancer would send
+    them."""
     bases = [base] if isinstance(base, str) else base
-    results: list[dict] = []
-    queue = list(range(requests))
-    limits = httpx.Limits(max_connections=concurrency + 5, max_keepalive_connections=concurrency + 5)
-    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
-        async def worker() -> None:
-            while queue:
-                n = queue.pop()
-                results.append(await _one(client, bases[n % len(bases)], key,
-                                          questions[n % len(questions)] + f" (#{n})"))
+    return await loadgen.load(bases, key, PYPUG_ORIGIN, concurrency, requests, questions)
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-    return results
+
+def _answer_threads() -> dict[str, str]:
+    """FRONTDESK_ANSWER_THREADS for the server, when BENCH_ANSWER_THREADS asks for it."""
+    threads = os.environ.get("BENCH_ANSWER_THREADS", "")
+    return {"answer_threads": threads} if threads else {}
+
+
+def _timed_load(base: str | list[str], key: str, concurrency: int, requests: int,
+                questions: list[str]) -> tuple[list[dict], float, float]:
+    """`_load` run to its end: (results, wall seconds, the driver's own CPU ms per request)."""
+    before, started = os.times(), time.perf_counter()
+    results = asyncio.run(_load(base, key, concurrency, requests, questions))
+    wall, after = time.perf_counter() - started, os.times()
+    cpu_ms = (after.user + after.system - before.user - before.system) * 1000 / max(1, len(results))
+    return results, wall, round(cpu_ms, 2)
 
 
 def _start(data: Path, root: Path, workers: int | None = None,
@@ -232,7 +244,7 @@ def run_workers(workers: int, quick: bool = False) -> dict:
         chunks, key = _tenant(data)
         questions = [q for q, _ in PYPUG_QUESTIONS]
         process, base, log = _start(data, ROOT, workers=workers, cache_entries=0, rate_per_ip=100000,
-                                    rate_burst_ip=100000, rate_per_tenant=100000)
+                                    rate_burst_ip=100000, rate_per_tenant=100000, **_answer_threads())
         try:
             ready_in_a_row = 0
             deadline = time.monotonic() + 180
@@ -250,15 +262,14 @@ def run_workers(workers: int, quick: bool = False) -> dict:
             peak = dict(idle)
             for concurrency in (10, 50, 200):
                 requests = {10: 100, 50: 200, 200: 400}[concurrency] // (3 if quick else 1)
-                started = time.perf_counter()
-                results = asyncio.run(_load(base, key, concurrency, requests, questions))
-                wall = time.perf_counter() - started
+                results, wall, client_cpu = _timed_load(base, key, concurrency, requests, questions)
                 now = _process_rss_mb(process.pid)
                 peak = {name: max(peak.get(name, 0.0), mb) for name, mb in now.items()}
                 ok = [r for r in results if r["status"] == 200 and not r.get("error")]
                 row = {"workers": workers, "concurrency": concurrency, "requests": len(results), "ok": len(ok),
-                       "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1)}
-                for key_name in ("client_ttft_ms", "server_ttft_ms"):
+                       "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1),
+                       "client_cpu_ms": client_cpu}
+                for key_name in ("client_ttft_ms", "server_ttft_ms", "client_total_ms"):
                     stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
                     row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"],
                                 f"{key_name}_p99": stats["p99"]})
@@ -269,7 +280,8 @@ def run_workers(workers: int, quick: bool = False) -> dict:
     print_table(f"Answer latency with `frontdesk serve --workers {workers}`, extractive answerer, {chunks}-chunk "
                 "tenant, cache off, loopback", rows,
                 ["workers", "concurrency", "requests", "ok", "errors", "answers_per_s", "client_ttft_ms_p50",
-                 "client_ttft_ms_p95", "client_ttft_ms_p99", "server_ttft_ms_p50", "server_ttft_ms_p95"])
+                 "client_ttft_ms_p95", "client_ttft_ms_p99", "server_ttft_ms_p50", "server_ttft_ms_p95",
+                 "client_total_ms_p95", "client_cpu_ms"])
     rss_rows = [{"process": name, "idle_mb": round(mb, 0), "peak_mb": round(peak.get(name, mb), 0)}
                 for name, mb in idle.items()]
     print_table("RSS per process (idle after warm-up; peak under load)", rss_rows, ["process", "idle_mb", "peak_mb"])
@@ -294,12 +306,11 @@ def _sweep(bases: list[str], key: str, questions: list[str], quick: bool, label:
     rows = []
     for concurrency in (1, 10, 50):
         requests = {1: 30, 10: 100, 50: 200}[concurrency] // (3 if quick else 1)
-        started = time.perf_counter()
-        results = asyncio.run(_load(bases, key, concurrency, requests, questions))
-        wall = time.perf_counter() - started
+        results, wall, client_cpu = _timed_load(bases, key, concurrency, requests, questions)
         ok = [r for r in results if r["status"] == 200 and not r.get("error")]
         row = {**label, "concurrency": concurrency, "requests": len(results), "ok": len(ok),
-               "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1)}
+               "errors": len(results) - len(ok), "answers_per_s": round(len(ok) / wall, 1),
+               "client_cpu_ms": client_cpu}
         for key_name in ("client_ttft_ms", "server_ttft_ms"):
             stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
             row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"]})
@@ -389,21 +400,19 @@ def run(quick: bool = False, workers: int | None = None, nodes: int | None = Non
                                   **{f"median_{k}": round(float(np.median([r[k] for r in mine])), 1)
                                      for k in ("ready_s", "first_client_ttft_ms", "next_client_ttft_ms")}})
         with run_server(data, cache_entries=0, rate_per_ip=100000, rate_burst_ip=100000,
-                        rate_per_tenant=100000) as base:
+                        rate_per_tenant=100000, **_answer_threads()) as base:
             pid = _serve_pid(base)
             asyncio.run(_load(base, key, 1, 5, questions))  # warm up
             idle_rss = _server_rss_mb(pid) if pid else float("nan")
             peak_rss = idle_rss
             for concurrency in (1, 10, 50):
                 requests = {1: 30, 10: 100, 50: 200}[concurrency] // (3 if quick else 1)
-                started = time.perf_counter()
-                results = asyncio.run(_load(base, key, concurrency, requests, questions))
-                wall = time.perf_counter() - started
+                results, wall, client_cpu = _timed_load(base, key, concurrency, requests, questions)
                 if pid:
                     peak_rss = max(peak_rss, _server_rss_mb(pid))
                 ok = [r for r in results if r["status"] == 200]
                 row = {"concurrency": concurrency, "requests": len(results), "ok": len(ok),
-                       "answers_per_s": round(len(ok) / wall, 1)}
+                       "answers_per_s": round(len(ok) / wall, 1), "client_cpu_ms": client_cpu}
                 for key_name in ("server_ttft_ms", "client_ttft_ms", "server_total_ms"):
                     stats = percentiles([r[key_name] for r in ok if r.get(key_name) is not None])
                     row.update({f"{key_name}_p50": stats["p50"], f"{key_name}_p95": stats["p95"],
