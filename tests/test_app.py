@@ -233,11 +233,17 @@ def test_a_worker_retrieves_on_its_event_loop_once_the_tenants_indexes_are_built
     tenant = ctx.tenant(tenant.id)
     answerer = Answerer(ctx, Extractive(), AnswerCache(0), Metrics())
     threads: list[int] = []
+    inside, peak = [0], [0]
     retrieve = answerer.retrieve
 
     def recorded(*args, **kwargs):
         threads.append(threading.get_ident())
-        return retrieve(*args, **kwargs)
+        inside[0] += 1
+        peak[0] = max(peak[0], inside[0])
+        try:
+            return retrieve(*args, **kwargs)
+        finally:
+            inside[0] -= 1
 
     answerer.retrieve = recorded
 
@@ -255,6 +261,7 @@ def test_a_worker_retrieves_on_its_event_loop_once_the_tenants_indexes_are_built
         loop_thread, first, rest = asyncio.run(questions())
         assert threads[0] != loop_thread
         assert threads[1:] == [loop_thread] * 4
+        assert peak[0] == 1
         assert all(isinstance(events[-1], DoneEvent) for events in [first, *rest])
     finally:
         ctx.close()

@@ -3,7 +3,7 @@ streams, its `/v1/chat` answers read as chunked Server-Sent Events.
 
 The client runs on the same two cores as the server it measures. httpx spent ~2 ms of CPU an answer
 there (~15% of the machine at ~150 answers a second) and queued streams in its own pool, adding to
-the TTFT it reported; this driver spends ~0.3 ms. It speaks only what `frontdesk serve` answers
+the TTFT it reported; this driver spends ~0.4 ms. It speaks only what `frontdesk serve` answers
 with: a status line, headers, and a chunked or Content-Length body."""
 
 from __future__ import annotations
