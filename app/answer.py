@@ -261,8 +261,8 @@ class Answerer:
         faster and cannot stall it. On a SQLite file a retrieval is ~6 ms of Python that holds the
         interpreter lock: in a thread it took the lock from the loop (and the loop from it) while
         the loop streamed other answers. With 50 concurrent streams on two workers, the client's
-        TTFT p95 was 405 ms with one retrieval thread and 294 ms on the loop (medians of five
-        runs; README, "Workers"), for as many answers a second. A search that must first build the
+        TTFT p95 was 371 ms with one retrieval thread and 294 ms on the loop (medians of seven
+        runs; README, "Workers"), with ~10% more answers a second. A search that must first build the
         tenant's in-memory indexes (new content, a first question) still runs in a thread, in its
         turn, so that the loop is never held for a build."""
         args = (tenant, question, page, lang, conversation_id, history)
