@@ -156,56 +156,73 @@ def test_term_coverage_check_names_the_unknown_words_and_can_be_turned_off(serve
         tenant.set_config(config)
 
 
+class WatchedAnswerer:
+    """An Answerer with `answer_threads` on the served tenant's file (extractive, no cache, nothing
+    persisted) whose retrievals are watched: the thread each ran on and the most that ran at once.
+    `pause`: seconds each retrieval waits first, so that concurrent streams arrive meanwhile."""
+
+    def __init__(self, served, answer_threads: int, pause: float = 0.0) -> None:
+        import threading
+
+        from app.answer import Answerer
+        from app.cache import AnswerCache
+        from app.context import Context
+        from app.metrics import Metrics
+        from app.providers import Extractive
+        from app.settings import Settings
+
+        _, ctx, tenant, _ = served
+        self.ctx = Context(Settings(data_dir=ctx.settings.data_dir, answer_threads=answer_threads))
+        self.tenant = self.ctx.tenant(tenant.id)
+        self.answerer = Answerer(self.ctx, Extractive(), AnswerCache(0), Metrics())
+        self.threads: list[int] = []
+        self.peak = 0
+        lock, inside = threading.Lock(), [0]
+        retrieve = self.answerer.retrieve
+
+        def watched(*args, **kwargs):
+            with lock:
+                self.threads.append(threading.get_ident())
+                inside[0] += 1
+                self.peak = max(self.peak, inside[0])
+            try:
+                time.sleep(pause)
+                return retrieve(*args, **kwargs)
+            finally:
+                with lock:
+                    inside[0] -= 1
+
+        self.answerer.retrieve = watched
+
+    async def ask(self, question: str) -> list:
+        """The question's events, streamed to their end."""
+        from app.events import ChatRequest
+
+        request = ChatRequest(key=self.tenant.widget_key, question=question)
+        return [e async for e in self.answerer.stream(self.tenant, request, persist=False, use_cache=False)]
+
+
 @pytest.mark.parametrize("answer_threads, most", [(1, 1), (3, 3)])
 def test_a_worker_retrieves_at_most_answer_threads_questions_at_once(served, answer_threads, most):
     """Concurrent streams queue for retrieval (README, "Workers"): never more at once than the
     setting allows, and every one is answered."""
     import asyncio
-    import threading
 
-    from app.answer import Answerer
-    from app.cache import AnswerCache
-    from app.context import Context
-    from app.events import ChatRequest, DoneEvent
-    from app.metrics import Metrics
-    from app.providers import Extractive
+    from app.events import DoneEvent
     from app.settings import Settings
 
-    _, ctx, tenant, _ = served
-    ctx = Context(Settings(data_dir=ctx.settings.data_dir, answer_threads=answer_threads))
-    tenant = ctx.tenant(tenant.id)
-    answerer = Answerer(ctx, Extractive(), AnswerCache(0), Metrics())
-    lock, inside, peak = threading.Lock(), [0], [0]
-    retrieve = answerer.retrieve
-
-    def counted(*args, **kwargs):
-        with lock:
-            inside[0] += 1
-            peak[0] = max(peak[0], inside[0])
-        try:
-            time.sleep(0.02)  # long enough for the other streams to arrive meanwhile
-            return retrieve(*args, **kwargs)
-        finally:
-            with lock:
-                inside[0] -= 1
-
-    answerer.retrieve = counted
-
-    async def one(question: str) -> DoneEvent:
-        events = [e async for e in answerer.stream(tenant, ChatRequest(key=tenant.widget_key, question=question),
-                                                    persist=False, use_cache=False)]
-        return events[-1]
+    watched = WatchedAnswerer(served, answer_threads, pause=0.02)
 
     async def many() -> list:
-        return await asyncio.gather(*(one(f"how do I upload a package to PyPI ({n})") for n in range(8)))
+        return await asyncio.gather(*(watched.ask(f"how do I upload a package to PyPI ({n})") for n in range(8)))
 
     try:
-        done = asyncio.run(many())
-        assert peak[0] == most
+        done = [events[-1] for events in asyncio.run(many())]
+        assert watched.peak == most
         assert all(isinstance(event, DoneEvent) for event in done)
         assert Settings().retrieval_threads == 1 and Settings(database_url="postgresql://x").retrieval_threads == 8
     finally:
-        ctx.close()
+        watched.ctx.close()
 
 
 def test_a_worker_retrieves_on_its_event_loop_once_the_tenants_indexes_are_built(served, monkeypatch):
@@ -215,56 +232,29 @@ def test_a_worker_retrieves_on_its_event_loop_once_the_tenants_indexes_are_built
     import asyncio
     import threading
 
-    from app.answer import Answerer
-    from app.cache import AnswerCache
-    from app.context import Context
-    from app.events import ChatRequest, DoneEvent
-    from app.metrics import Metrics
-    from app.providers import Extractive
-    from app.settings import Settings
+    from app.events import DoneEvent
     from store import text_index, vector_index
 
     # Content an earlier test wrote is otherwise searched by SQLite alone for a few seconds, and so
     # in a thread: the indexes are rebuilt by the first search here, whatever ran before.
     monkeypatch.setattr(text_index, "REBUILD_INTERVAL_S", 0.0)
     monkeypatch.setattr(vector_index, "REBUILD_INTERVAL_S", 0.0)
-    _, ctx, tenant, _ = served
-    ctx = Context(Settings(data_dir=ctx.settings.data_dir, answer_threads=0))
-    tenant = ctx.tenant(tenant.id)
-    answerer = Answerer(ctx, Extractive(), AnswerCache(0), Metrics())
-    threads: list[int] = []
-    inside, peak = [0], [0]
-    retrieve = answerer.retrieve
-
-    def recorded(*args, **kwargs):
-        threads.append(threading.get_ident())
-        inside[0] += 1
-        peak[0] = max(peak[0], inside[0])
-        try:
-            return retrieve(*args, **kwargs)
-        finally:
-            inside[0] -= 1
-
-    answerer.retrieve = recorded
-
-    async def one(question: str) -> list:
-        return [e async for e in answerer.stream(tenant, ChatRequest(key=tenant.widget_key, question=question),
-                                                  persist=False, use_cache=False)]
+    watched = WatchedAnswerer(served, 0)
 
     async def questions() -> tuple[int, list, list]:
-        first = await one("how do I upload a package to PyPI")
-        rest = await asyncio.gather(*(one(f"how do I upload a package to PyPI ({n})") for n in range(4)))
+        first = await watched.ask("how do I upload a package to PyPI")
+        rest = await asyncio.gather(*(watched.ask(f"how do I upload a package to PyPI ({n})") for n in range(4)))
         return threading.get_ident(), first, rest
 
     text_index.forget()  # as after new content: the first search builds the tenant's text index
     try:
         loop_thread, first, rest = asyncio.run(questions())
-        assert threads[0] != loop_thread
-        assert threads[1:] == [loop_thread] * 4
-        assert peak[0] == 1
+        assert watched.threads[0] != loop_thread
+        assert watched.threads[1:] == [loop_thread] * 4
+        assert watched.peak == 1
         assert all(isinstance(events[-1], DoneEvent) for events in [first, *rest])
     finally:
-        ctx.close()
+        watched.ctx.close()
 
 
 def test_curated_answer_short_circuits(served):
