@@ -4,6 +4,7 @@ memory budget."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from app.answer import Answerer
@@ -210,3 +211,13 @@ def test_warming_a_tenant_reads_its_frequent_words_ahead(pypug_ctx):
     assert eligible and eligible <= set(index.postings)
     text_index.forget()
 
+
+
+def test_a_phrase_keeps_the_places_followed_by_the_next_token_in_order_or_not():
+    """The phrase step's membership test (a binary search, not np.isin): keys whose place `step`
+    tokens on is among the next token's places, whether fts5vocab gave those in order or not."""
+    keys = np.array([1, 5, 9, 20], dtype=np.int64)
+    for places in ([2, 7, 10, 40], [40, 10, 2, 7]):
+        assert text_index._followed_by(keys, 1, np.array(places, dtype=np.int64)).tolist() == [1, 9]
+    assert text_index._followed_by(keys, 2, np.array([7, 22], dtype=np.int64)).tolist() == [5, 20]
+    assert text_index._followed_by(keys, 1, np.zeros(0, dtype=np.int64)).tolist() == []
