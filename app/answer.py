@@ -29,6 +29,7 @@ from app.answerability import (
     unknown_names,
     verdict_without_sentence,
 )
+from app.asks import carries, where_the_place_is
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -293,6 +294,9 @@ class Answerer:
             # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
             holidays = holiday_dates(query, lang)
             query = f"{query} {holidays.dates}" if holidays.dates else query
+            # "Where are you located?" is searched as the site writes an address.
+            address, asking_where = where_the_place_is(question, lang)
+            query = f"{query} {address}" if address else query
             on_site = page_on_site(page, config)
             page_url = page.url.split("#")[0] if on_site and page else ""
             page_indexed = bool(page_url) and store.pages.is_active_page(conn, page_url)
@@ -333,7 +337,10 @@ class Answerer:
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
         # A holiday's name is known where a passage gives its date; the visitor's page, when not indexed.
         said = " ".join(s.text for s in sources) if holidays.names else ""
-        known = " ".join([page_text, *dated_in(holidays, said)]).strip()
+        # "Located" is known to a site whose passages give an address, and a holiday's name to one
+        # that gives its date.
+        located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
+        known = " ".join([page_text, located, *dated_in(holidays, said)]).strip()
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.

@@ -21,6 +21,15 @@ _DATE = re.compile(
     r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.I)
 _PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+#: A street address: an "Address:" label (structured facts write one: ingest/facts/render.py), a house
+#: number before a street's name ("14 Quay Street"), or a Spanish or German street with its number.
+#: Case matters: "the IP address: 127.0.0.1" on documentation is not one.
+_ADDRESS = re.compile(
+    r"(?:^|[.;\n]\s*)(?:Address|Dirección|Direccion|Adresse|Anschrift)\s*:"
+    r"|\b\d{1,5}[a-z]?,?\s+(?:[A-Z][\w'’.-]*\s+){1,3}(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Boulevard|Blvd\.|"
+    r"Drive|Way|Place|Square|Quay|Court|Terrace|Highway|Parkway|Row|Wharf)\b"
+    r"|\b(?:Calle|C/|Avenida|Avda\.|Plaza|Paseo|Carrer|Rua)\s+[^\W\d][^\n,]{1,40},?\s+(?:n[º°o]\.?\s*)?\d{1,4}\b"
+    r"|\b[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|weg|platz|gasse|allee|ring|damm)\s+\d{1,4}[a-z]?\b")
 _API_NAME = re.compile(r"`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(")
 #: A command to run: `code`, a prompt, a --flag, or a packaging or serving tool's name.
 COMMAND_TEXT: re.Pattern[str] = re.compile(
@@ -55,6 +64,40 @@ _TEMPERATURE = re.compile(
     r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
 _ASKS_CONTACT = re.compile(
     r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
+#: Where the place itself is: "where are you located?", "what's your address?", "wo finde ich
+#: euch?". Only about the site's own place (you, your, the shop): "where is the config file
+#: located?" or "the client's IP address" on documentation ask something else.
+_PLACE = r"(?:shop|store|caf[eé]|cafe|bakery|restaurant|office|studio|premises|showroom|venue|building|bookshop|bar)"
+_LUGAR = r"(?:la\s+(?:tienda|cafeter[ií]a|panader[ií]a|librer[ií]a)|el\s+(?:local|caf[eé]|negocio))"
+_ASKS_LOCATION = re.compile(
+    # English
+    r"\bwhere\s+(?:are|r)\s+(?:you|u|y'?all)\b"
+    rf"|\bwhere(?:'s|\s+is)\s+(?:(?:exactly|actually)\s+)?(?:your|the)\s+{_PLACE}\b"
+    r"|\bwhere\s+(?:can|do|should|would)\s+(?:i|we)\s+(?:find|visit|meet)\s+(?:you|your)\b"
+    r"|\b(?:street|mailing|postal|physical|full|exact)\s+address\b"
+    rf"|\b(?:your|the\s+{_PLACE}(?:'s)?)\s+(?:address|location)\b"
+    rf"|\bthe\s+address(?=\s*(?:[?.!,]|$|(?:pls|please)\b|for\s+(?:my\s+|the\s+)?(?:gps|sat\s?nav|maps?|{_PLACE})))"
+    r"|^\W*(?:address|location|directions)\b\W*(?:pls|please)?\W*$"
+    rf"|\bhow\s+(?:do|can|would)\s+(?:i|we)\s+(?:get|find)\s+(?:to\s+)?(?:you|your\s+{_PLACE}|the\s+{_PLACE})\b"
+    rf"|\b(?:zip|postal|post)\s*code\s+(?:for|of)\s+(?:you|your\s+{_PLACE}|the\s+{_PLACE})\b|\byour\s+(?:zip|postal|post)\s*code\b"
+    rf"|\b(?:what|which)\s+(?:state|town|city|county|country|neighbou?rhood|street)\s+(?:are\s+you|is\s+(?:your|the)\s+{_PLACE}"
+    r"|is\s+[\w&' ]{2,40}?\s+in\b|are\s+you\s+(?:guys\s+)?in\b)"
+    # Spanish
+    r"|\bd[oó]nde\s+(?:est[aá]is|est[aá]n|os\s+encuentro|les\s+encuentro|os\s+encontr[aá]is|se\s+encuentran)\b"
+    rf"|\bd[oó]nde\s+(?:est[aá]|queda)\s+(?:exactamente\s+)?{_LUGAR}\b|\bc[oó]mo\s+(?:os|les)\s+encuentro\b"
+    r"|\b(?:vuestra|su|tu)\s+direcci[oó]n\b"
+    rf"|\bla\s+direcci[oó]n\s+(?:de\s+{_LUGAR}|del\s+(?:local|caf[eé]|negocio)|para\s+el\s+gps|exacta|postal)\b"
+    r"|\b(?:cu[aá]l\s+es|necesito|me\s+(?:das|dais|dan))\s+la\s+direcci[oó]n(?!\s+(?:ip|de\s+(?:correo|email|e-mail)))\b"
+    r"|\ben\s+qu[eé]\s+(?:pueblo|ciudad|calle|estado|zona)\s+(?:est[aá]|est[aá]is|est[aá]n)\b"
+    r"|\bc[oó]mo\s+(?:llego|se\s+llega)\s+(?:a\s+vuestr|hasta\s+vosotr|a\s+la\s+tienda)"
+    # German, French
+    r"|\bwo\s+(?:seid\s+ihr|sind\s+sie|finde\s+ich\s+(?:euch|sie)|ist\s+(?:euer|ihr)\s+\w+|befindet\s+sich\s+(?:euer|ihr))\b"
+    r"|\b(?:eure|ihre|deine)\s+(?:adresse|anschrift)\b|\bwie\s+komme\s+ich\s+zu\s+(?:euch|ihnen)\b"
+    r"|\bo[uù]\s+(?:[eê]tes[- ]vous|se\s+trouve\s+(?:votre|la\s+boutique))\b|\bvotre\s+adresse\b", re.I)
+#: The word for an address in the question's language, searched with a question about where the
+#: place is; structured facts label it "Address" whatever the page's language.
+_ADDRESS_WORDS = {"en": "address", "es": "dirección address", "de": "Adresse address", "fr": "adresse address"}
+
 _ASKS_HOWTO = re.compile(
     r"\b(how (?:do|can|should|to)|how would|what(?:'s| is) the (?:way|command)|example|"
     r"c[oó]mo (?:puedo|hago|se)|wie (?:kann|mache|erstelle))\b", re.I)
@@ -129,6 +172,7 @@ class Asks(msgspec.Struct):
     temperature: bool
     howto: bool
     contact: bool
+    location: bool = False
 
 
 def asks_of(question: str) -> Asks:
@@ -139,7 +183,26 @@ def asks_of(question: str) -> Asks:
     return Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
-                howto=howto, contact=bool(_ASKS_CONTACT.search(question)))
+                howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
+                location=bool(_ASKS_LOCATION.search(question)))
+
+
+
+def where_words(question: str) -> frozenset[str]:
+    """The words of a question that ask where the place is ("your address", "located"): like
+    "price", they say what kind of answer is wanted, which an address gives without repeating
+    them ("Email address (required)" uses the word and answers nothing)."""
+    return frozenset(w.lower() for m in _ASKS_LOCATION.finditer(question) for w in re.findall(r"\w+", m.group(0)))
+
+
+def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
+    """For a question about where the place itself is ("where are you located?"): the words to
+    search it with (an address is written "Address: 14 Quay Street", never "located"), and the
+    question's own words that ask it, which the site need not use. ("", "") for any other question."""
+    asked = [m.group(0) for m in _ASKS_LOCATION.finditer(question)]
+    if not asked:
+        return "", ""
+    return _ADDRESS_WORDS.get(lang.split("-")[0].lower(), "address"), " ".join(asked)
 
 
 def names_api(text: str) -> bool:
@@ -163,6 +226,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "duration": lambda text: bool(_DURATION.search(text)),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
+    "address": lambda text: bool(_ADDRESS.search(text)),
     "api": lambda text: names_api(text),
     "command": lambda text: bool(COMMAND_TEXT.search(text)),
 }
@@ -170,7 +234,8 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
 
 #: (what a question asks for, what a text must carry for it, the bonus a unit that carries it gets)
 _EVIDENCE = (("price", "money", 0.25), ("time", "time", 0.25), ("date", "date", 0.15), ("count", "number", 0.1),
-             ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25))
+             ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25),
+             ("location", "address", 1.0))
 
 
 def evidence_bonus(text: str, asks: Asks) -> float:

@@ -35,6 +35,7 @@ from app.asks import (
     asks_yes_or_no,
     carries,
     evidence_bonus,
+    where_words,
 )
 from app.prompt import Source
 from app.terminal import typed_commands
@@ -78,8 +79,11 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: A short line of words with no sentence's end: a tab's or an example's label above its code.
 _TAB_LABEL = re.compile(r"^[\w *#+/.,()-]{1,40}(?<![.!?:;])$")
 #: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
-#: items separated by "; ".
-_LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d][^:\n]{1,38}):\s+(?P<items>[^\n]+)$")
+#: items separated by "; " ("Ingredients: 2/3 cup peanut butter; 1 cup oats; …"). A label is a
+#: few words, never a sentence and more: an organisation's fact ("Harbor & Pine (local business).
+#: Address: 14 Quay Street, …; Opening hours: Tue–Fri 07:30–17:00; Sat …") was cut into "items"
+#: at its hours.
+_LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d](?:(?!\. )[^:\n]){1,38}):\s+(?P<items>[^\n]+)$")
 _FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 #: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
@@ -167,6 +171,7 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
     word ("sourdough") outweighs a common one ("price"). Terms carried over from an earlier turn
     of the conversation count half."""
     weights: dict[str, float] = {}
+    asking_where = where_words(question)
 
     def add(terms: list[str], factor: float) -> None:
         for term in terms:
@@ -177,7 +182,7 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
                 continue
             # "price", "open", "when": what kind of answer is wanted, which the evidence bonus
             # rewards; as words they would favour any price list over the item asked.
-            factor_here = factor * ASK_WORD_FACTOR if ASK_WORD.fullmatch(term) else factor
+            factor_here = factor * ASK_WORD_FACTOR if ASK_WORD.fullmatch(term) or term in asking_where else factor
             # Square-rooted: on a small site every uncommon word is rare, and a plain idf lets
             # "know" or "inside" outweigh the words that name the topic.
             idf = math.sqrt(math.log(1.0 + (total + 1.0) / (count + 1.0)))
@@ -292,6 +297,15 @@ def _imports_nothing_asked(unit: Unit, weights: Mapping[str, float]) -> bool:
     return _bare_imports(unit) and not any(t in stems(unit.text) for t in weights)
 
 
+def _postal_address(block: str) -> str | None:
+    """A block that is a postal address, a line each ("Harbor & Pine\n14 Quay Street\nPort Wren,
+    ME 04987"), as one line: read line by line, "where are you?" was answered "14 Quay Street"."""
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    if not 2 <= len(lines) <= 6 or any(len(line) > 60 or line.endswith((".", "?", "!", ":")) for line in lines):
+        return None
+    return ", ".join(lines) if carries(block, "address") else None
+
+
 def _is_list_rest(block: str) -> bool:
     """Whether a paragraph is a list's items and nothing else: one line of at least four short
     pieces separated by "; "."""
@@ -342,6 +356,8 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
         elif (rows := _table_rows(block)) is not None:
             for row, header in rows:
                 add(row, "row", header)
+        elif "\n" in block.strip() and (address := _postal_address(block)):
+            add(address, "sentence")
         elif "\n" in block.strip() and is_code(block):
             if not _cut_inside_string(block):
                 add(block, "code")
@@ -439,6 +455,13 @@ def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
     return len(words - question_stems) / len(words) if words and len(label) <= 80 else 0.0
 
 
+def _ask_stems(question: str) -> frozenset[str]:
+    """The stems of the question's words that say what kind of answer is wanted ("price", "when",
+    "address"): a unit that carries that kind of answer uses them without repeating them."""
+    asking_where = where_words(question)
+    return frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w) or w in asking_where)
+
+
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
                   asks: Asks, subject: frozenset[str], *, page_url: str = "") -> np.ndarray:
     """One row of FEATURES per unit."""
@@ -447,7 +470,7 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     command_question = asks.howto or bool(_COMMAND_Q.search(question))
     number_question = bool(_NUMBER_Q.search(question))
     question_stems = stems(question)
-    ask_stems = frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w))
+    ask_stems = _ask_stems(question)
     for unit in units:
         source = sources[unit.source]
         # A terminal session counts by what the reader types, not by what the program prints.
@@ -552,6 +575,8 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         elif step > 0:
             break
     covered = set().union(*(stems(units[i].text) | stems(units[i].about) for i in chosen))
+    if evidence_bonus(lead_unit.text, asks) > 0:
+        covered |= _ask_stems(question)  # "14 Quay Street" answers "your address?" without the word
     # A unit that says what the chosen ones do not (the latte's price beside "oat milk costs
     # nothing extra"): from the lead's source when it is good enough, from another only when it
     # is nearly as good as the lead.

@@ -156,6 +156,7 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
     names = ["pypug.jsonl", "fastapi.jsonl"] + [f"{group}/{site}.jsonl"
                                                  for group in ("heldout", "report", "unseen", "fresh")
                                                  for site in ("pypug", "fastapi", "demo")]
+    names += ["where/demo.jsonl", "where/demo-calibration.jsonl"]
     for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
@@ -323,6 +324,13 @@ def demo_ctx(tmp_path_factory):
 @pytest.mark.slow
 def test_demo_site_golden_set_stays_above_its_floors(demo_ctx):
     check_golden(demo_ctx, "demo", "heldout/demo.jsonl", FLOORS["demo_heldout"])
+
+
+@pytest.mark.slow
+def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx):
+    """Where the place is ("where r u located", "zip code for the bakery?", "¿En qué pueblo está la
+    cafetería?"), other "where" questions, and near misses about places the site never locates."""
+    check_golden(demo_ctx, "demo", "where/demo-calibration.jsonl", FLOORS["demo_where"])
 
 
 RECIPES = FIXTURES / "jsonld" / "recipe-scrapers"

@@ -233,6 +233,58 @@ def test_a_temperature_question_asks_for_degrees_not_any_number():
     assert selection.lead == "Have the oven for the muffins at 400°F."
 
 
+CONTACT = source(10, "Harbor & Pine\n14 Quay Street\nPort Wren, ME 04987\n\nPhone: [phone]\n\n"
+                    "Email address (required)\n\nMessage (required)", title="Contact")
+BUSINESS = source(11, "Harbor & Pine (local business). Address: 14 Quay Street, Port Wren, ME 04987, US. Opening "
+                      "hours: Tue–Fri 07:30–17:00; Sat 08:00–18:00; Sun 08:00–15:00.", kind="fact", title="Contact")
+
+
+def test_where_the_place_is_asks_for_its_address_not_the_word():
+    """"What's your address?" is answered by the lines of the postal address, read as one, not by
+    the form field that uses the word ("Email address (required)")."""
+    counts = {**COUNTS, "address": 3, "located": 0}
+    for question in ("What's your address?", "Where are you located?"):
+        lead = select(question, [CONTACT], term_weights(question, counts, 100)).lead
+        assert lead == "Harbor & Pine, 14 Quay Street, Port Wren, ME 04987", (question, lead)
+    assert [u.text for u in units_of(CONTACT, 0)][:2] == ["Harbor & Pine, 14 Quay Street, Port Wren, ME 04987",
+                                                         "Phone: [phone]"]
+
+
+def test_an_organisation_s_fact_is_one_unit_not_a_list_cut_at_its_hours():
+    """A fact's "Label: a; b; c" list is cut into its items (an ingredient list); an organisation's
+    fact, whose first sentence ends before "Address:", is not a list."""
+    assert [u.text for u in units_of(BUSINESS, 0)] == [BUSINESS.text]
+    assert [u.text for u in units_of(RECIPE, 0)][2:4] == ["2 cups rolled oats", "1 cup pumpkin puree"]
+
+
+@pytest.mark.parametrize("question, where", [
+    ("Where are you located?", True), ("What's your address?", True), ("Where can I find you?", True),
+    ("where is the bakery", True), ("How do I get to your shop?", True), ("¿Dónde estáis?", True),
+    ("address pls", True), ("zip code for the bakery?", True), ("which town is Harbor & Pine in?", True),
+    ("¿Cuál es vuestra dirección?", True), ("Wo finde ich euch?", True), ("Où êtes-vous ?", True),
+    # Documentation asks where things are, and about addresses, without asking where the place is.
+    ("where is the config file located?", False), ("How do I get the client's IP address?", False),
+    ("¿dónde está la dirección IP del cliente?", False), ("where do I leave my car when I visit?", False),
+    ("How do I change the address the server listens on?", False), ("necesito la dirección IP", False),
+])
+def test_which_questions_ask_where_the_place_is(question, where):
+    from app.asks import asks_of, where_the_place_is
+
+    assert asks_of(question).location is where
+    assert bool(where_the_place_is(question, "en")[0]) is where
+
+
+def test_what_carries_an_address():
+    from app.asks import carries
+
+    for text in ("Address: 14 Quay Street, Port Wren", "Harbor & Pine\n14 Quay Street\nPort Wren, ME",
+                 "Calle Mayor 12, Madrid", "Hauptstraße 5, 10115 Berlin", "Dirección: Calle Mayor 12"):
+        assert carries(text, "address"), text
+    for text in ("Email address (required)", "We have 3 Python versions", "Port 8000 on 127.0.0.1",
+                 "Set the client's IP address: request.client.host"):
+        assert not carries(text, "address"), text
+
+
 def test_an_image_s_alt_text_is_never_quoted():
     quotes = muffin_quotes("Is there a picture of the pumpkin muffins on a rack?")
     assert quotes and not any("Image:" in q or "on a rack" in q for q in quotes)
@@ -333,6 +385,23 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
                         origin=site)[1])
     assert eve["meta"]["answered"] is True and "1:00 pm" in eve["text"], eve["text"]
     assert eve["citations"][0] == f"{site}/contact.html"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question, lang", [
+    ("Where are you located?", "en"), ("What's your address?", "en"), ("Where are you based?", "en"),
+    ("¿Dónde estáis?", "es"),
+])
+def test_sample_site_says_where_it_is(demo_served, question, lang):
+    """The sample site gives its address on the contact page, never with "located" or "based":
+    "Where are you located?" was refused as using words the site never does, "What's your
+    address?" answered "Email address (required)"."""
+    base, tenant, site = demo_served
+    found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert found["meta"]["answered"] is True, found["text"]
+    assert "14 Quay Street" in found["text"] and "Port Wren" in found["text"], found["text"]
+    assert "required" not in found["text"], found["text"]
+    assert found["meta"]["lang"] == lang
 
 
 @pytest.mark.slow
