@@ -29,7 +29,7 @@ from app.answerability import (
     unknown_names,
     verdict_without_sentence,
 )
-from app.asks import carries, where_the_place_is
+from app.asks import carries, days_spanned, where_the_place_is
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -335,12 +335,14 @@ class Answerer:
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
-        # A holiday's name is known where a passage gives its date; the visitor's page, when not indexed.
+        # Known besides the index: the visitor's page when not indexed, a holiday's name where a
+        # passage gives its date, "located" where one gives an address, and "Wednesday" where the
+        # hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers).
         said = " ".join(s.text for s in sources) if holidays.names else ""
-        # "Located" is known to a site whose passages give an address, and a holiday's name to one
-        # that gives its date.
         located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
-        known = " ".join([page_text, located, *dated_in(holidays, said)]).strip()
+        spanned = set().union(*(days_spanned(s.text) for s in sources[:3]))
+        known = " ".join([page_text, located, *sorted(spanned), *dated_in(holidays, said)]).strip()
+        counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.

@@ -15,6 +15,7 @@ import msgspec
 # What a text carries.
 _HAS_NUMBER = re.compile(r"[\d$€£¥]")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
+_CLOSED_ALL_DAY = re.compile(r"\b(?:closed|cerrado|geschlossen|ferm[ée]e?|geruht|ruhetag)\b", re.I)
 _MONEY = re.compile(r"[$€£¥]\s?\d|\d\s?(?:€|eur|usd|dollars?|euros?)\b", re.I)
 _DATE = re.compile(
     r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
@@ -187,6 +188,44 @@ def asks_of(question: str) -> Asks:
                 location=bool(_ASKS_LOCATION.search(question)))
 
 
+#: The week in the languages the sites are written in, Monday first; a day's short forms are
+#: the first letters of its name ("Tue", "Thurs", "mié").
+_WEEKS = (
+    ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    ("lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"),
+    ("montag", "dienstag", "mittwoch", "donnerstag", "freitag", "samstag", "sonntag"),
+    ("lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche"),
+)
+_DAY_NAME = r"([^\W\d_]{2,10})\.?"
+_DAY_RANGE = re.compile(
+    rf"\b{_DAY_NAME}\s*(?:to|through|thru|until|a|al|bis|au|[-–—])\s*{_DAY_NAME}(?!\w)", re.I)
+
+
+def _weekday(word: str) -> tuple[int, int] | None:
+    """(language, day) of a day's name or short form ("Thu", "mié"), None for any other word."""
+    word = word.lower()
+    for language, week in enumerate(_WEEKS):
+        for day, name in enumerate(week):
+            if name == word or (len(word) >= 3 and name.startswith(word)):
+                return language, day
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def days_spanned(text: str) -> frozenset[str]:
+    """The days inside the day ranges a text writes, in its language ("Tuesday to Friday",
+    "Tue–Fri", "de martes a viernes"): "are you open on Thursday?" is answered by a range that
+    never names Thursday."""
+    days: set[str] = set()
+    for found in _DAY_RANGE.finditer(text):
+        first, last = _weekday(found.group(1)), _weekday(found.group(2))
+        if first is None or last is None or first[0] != last[0]:
+            continue
+        week = _WEEKS[first[0]]
+        span = range(first[1], last[1] + 1) if first[1] <= last[1] else [*range(first[1], 7), *range(last[1] + 1)]
+        days.update(week[i] for i in span)
+    return frozenset(days)
+
 
 def where_words(question: str) -> frozenset[str]:
     """The words of a question that ask where the place is ("your address", "located"): like
@@ -220,7 +259,8 @@ def carries(text: str, what: str) -> bool:
 
 _CARRIED: dict[str, Callable[[str], bool]] = {
     "money": lambda text: bool(_MONEY.search(text)),
-    "time": lambda text: bool(_TIME.search(text)),
+    # "Monday: Closed" answers "are you open on Monday?" as a time would.
+    "time": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text)),
     "date": lambda text: bool(_DATE.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),

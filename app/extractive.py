@@ -34,6 +34,7 @@ from app.asks import (
     asks_of,
     asks_yes_or_no,
     carries,
+    days_spanned,
     evidence_bonus,
     where_words,
 )
@@ -210,6 +211,8 @@ def _table_rows(block: str) -> list[tuple[str, str]] | None:
     if lines[0].startswith("Table: "):
         caption, lines = lines[0][7:], lines[1:]
     header = [c.strip() for c in lines[0].split(" | ")]
+    if not lines[0].strip(" |"):  # a table without a header row: one of empty cells (ingest/maincontent.py)
+        header = [""] * (lines[1].count(" | ") + 1)
     rows = []
     for line in lines[1:]:
         cells = [c.strip() for c in line.split(" | ")]
@@ -455,6 +458,18 @@ def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
     return len(words - question_stems) / len(words) if words and len(label) <= 80 else 0.0
 
 
+def _day_stems(text: str) -> frozenset[str]:
+    """The stems of the days a text's day ranges span ("Tuesday to Friday" holds Thursday)."""
+    return frozenset(map(stem, days_spanned(text)))
+
+
+def _label_stems(unit: Unit) -> frozenset[str]:
+    """The stems of what a fact or a table row is about: a fact's name ("Sea Salt Sourdough — $9.50"),
+    a row's first cell ("Tuesday to Friday: 7:30 am – 5:00 pm", with the days it spans)."""
+    label = unit.text.split(" — ", 1)[0] if unit.kind == "fact" else unit.text.split(": ", 1)[0]
+    return stems(label) | _day_stems(label)
+
+
 def _ask_stems(question: str) -> frozenset[str]:
     """The stems of the question's words that say what kind of answer is wanted ("price", "when",
     "address"): a unit that carries that kind of answer uses them without repeating them."""
@@ -481,7 +496,7 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
         if asks.howto and unit.kind == "sentence" and carries(text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         rows.append((
-            _coverage(weights, stems(text), stems(unit.about), answered, total),
+            _coverage(weights, stems(text) | _day_stems(text), stems(unit.about), answered, total),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
@@ -492,8 +507,12 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             command_question and ((unit.kind == "code" and typed != "") or carries(text, "command")),
             number_question and carries(text, "number"),
             bool(page_url) and source.url == page_url,
-            unit.kind == "fact" and evidence > 0 and (asks.price or asks.time or asks.date)
-            and bool(subject & stems(unit.text.split(" — ", 1)[0])),
+            evidence > 0 and bool(subject & _label_stems(unit)) and (
+                (unit.kind == "fact" and (asks.price or asks.time or asks.date))
+                # An hours table's row for the day asked ("Tuesday to Friday: 7:30 am – 5:00 pm" for
+                # Thursday); not a menu's row for a price: "Chowder of the day with sourdough: $12.50"
+                # would beat the product "Sea Salt Sourdough — $9.50".
+                or (unit.kind == "row" and (asks.time or asks.date))),
             0.0,  # similarity: measured later, for the best units only
             _label_extra(unit, question_stems),
         ))

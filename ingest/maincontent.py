@@ -219,22 +219,37 @@ def _is_layout_table(table: LexborNode) -> bool:
     return any(node.tag in _LAYOUT_MARKERS for node in walk)
 
 
+def _row_headed(cells: list[LexborNode]) -> bool:
+    """A data row headed by its own first cell ("<th scope=row>Monday</th><td>Closed</td>"),
+    not a table's header row (all `th`, or all `td` with an empty corner: Sphinx's tables)."""
+    return bool(cells) and cells[0].tag == "th" and (
+        cells[0].attributes.get("scope") == "row" or any(cell.tag == "td" for cell in cells[1:]))
+
+
 def table_blocks(table: LexborNode) -> list[str]:
-    """A data table as text rows ("cell | cell"), the header row repeated in each block."""
+    """A data table as text rows ("cell | cell"), the header row repeated in each block. A table
+    whose first row is already data, headed by its own `th` ("Monday | Closed"), gets a header of
+    empty cells (" | "): read as the header, that row was never an answer."""
     rows: list[str] = []
     header = ""
+    widest = 0
+    headed = False
     for index, row in enumerate(table.css("tr")):
-        cells = [flat_text(cell) for cell in row.iter() if cell.tag in ("td", "th")]
-        if not any(cells):
+        cells = [cell for cell in row.iter() if cell.tag in ("td", "th")]
+        texts = [flat_text(cell) for cell in cells]
+        if not any(texts):
             continue
-        line = " | ".join(cells)
-        is_header = index == 0 and all(
-            cell.tag == "th" for cell in row.iter() if cell.tag in ("td", "th")
-        )
+        line = " | ".join(texts)
+        widest = max(widest, len(texts))
+        if index == 0 and _row_headed(cells):
+            headed = True
+        is_header = index == 0 and all(cell.tag == "th" for cell in cells) and not headed
         if is_header and not header:
             header = line
         else:
             rows.append(line)
+    if headed and not header and widest > 1:
+        header = " | ".join([""] * widest)
     caption = table.css_first("caption")
     blocks = _split_lines(rows, header) if rows else ([header] if header else [])
     if caption is not None and flat_text(caption):

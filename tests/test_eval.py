@@ -156,7 +156,7 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
     names = ["pypug.jsonl", "fastapi.jsonl"] + [f"{group}/{site}.jsonl"
                                                  for group in ("heldout", "report", "unseen", "fresh")
                                                  for site in ("pypug", "fastapi", "demo")]
-    names += ["where/demo.jsonl", "where/demo-calibration.jsonl"]
+    names += ["where/demo.jsonl", "where/demo-calibration.jsonl", "hours/demo.jsonl"]
     for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)

@@ -471,6 +471,21 @@ def test_big_tables_repeat_their_header_row_in_each_block():
     assert all(len(block) <= 1300 for block in blocks)
 
 
+def test_a_table_without_a_header_row_gets_one_of_empty_cells():
+    """Rows headed by their own `<th scope="row">` ("Monday | Closed"): the first row was read as
+    the header, and "are you open on Monday?" found no row for Monday."""
+    from app.extractive import _table_rows
+    from ingest.clean import normalise_text
+
+    doc = extract("<main><table><tr><th scope='row'>Monday</th><td>Closed</td></tr>"
+                  "<tr><th scope='row'>Tuesday to Friday</th><td>7:30 am – 5:00 pm</td></tr></table></main>",
+                  "https://x.example/")
+    text = doc.sections[0].text
+    assert text == " | \nMonday | Closed\nTuesday to Friday | 7:30 am – 5:00 pm"
+    for stored in (text, normalise_text(text)):  # as indexed, the header line is "|"
+        assert [row for row, _ in _table_rows(stored)] == ["Monday: Closed", "Tuesday to Friday: 7:30 am – 5:00 pm"]
+
+
 def test_layout_tables_are_walked_as_containers():
     doc = extract(
         "<body><table><tr><td><h1>Title</h1><p>Body text.</p></td><td><h2>Side</h2><p>More.</p></td></tr></table></body>",
