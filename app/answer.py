@@ -47,7 +47,7 @@ from app.events import (
 from app.extractive import select, term_weights
 from app.followup import carried_subject
 from app.grounding import opening
-from app.holidays import dated_in, holiday_dates
+from app.holidays import asks_when, dated_in, holiday_dates
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider, word_pieces
@@ -340,7 +340,7 @@ class Answerer:
         # hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers).
         said = " ".join(s.text for s in sources) if holidays.names else ""
         located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
-        spanned = set().union(*(days_spanned(s.text) for s in sources[:3]))
+        spanned = set().union(*(days_spanned(s.text) for s in sources[:3])) if asks_when(question) else set()
         known = " ".join([page_text, located, *sorted(spanned), *dated_in(holidays, said)]).strip()
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)

@@ -486,6 +486,7 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     number_question = bool(_NUMBER_Q.search(question))
     question_stems = stems(question)
     ask_stems = _ask_stems(question)
+    when = asks.time or asks.date  # a day inside a range ("Tuesday to Friday") counts for these only
     for unit in units:
         source = sources[unit.source]
         # A terminal session counts by what the reader types, not by what the program prints.
@@ -496,7 +497,8 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
         if asks.howto and unit.kind == "sentence" and carries(text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         rows.append((
-            _coverage(weights, stems(text) | _day_stems(text), stems(unit.about), answered, total),
+            _coverage(weights, stems(text) | _day_stems(text) if when else stems(text), stems(unit.about), answered,
+                      total),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
