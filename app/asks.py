@@ -1,5 +1,6 @@
 """What a question asks for — a price, a time, a date, a number, a length of time, a
-temperature, a way to reach someone, how to do something — and whether a text carries it. The
+temperature, a way to reach someone, how to do something, where the place is — and whether a
+text carries it (an address; the days a range such as "Tuesday to Friday" spans). The
 extractive answer rewards a unit that carries what its question asks for (app/extractive.py).
 The patterns cover the languages the sites are written in.
 """
