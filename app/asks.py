@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 import msgspec
 
+from ingest.lang import primary_subtag
+
 # What a text carries.
 _HAS_NUMBER = re.compile(r"[\d$€£¥]")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
@@ -186,7 +188,7 @@ def asks_of(question: str) -> Asks:
                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
-                location=bool(_ASKS_LOCATION.search(question)))
+                location=bool(_asking_where(question)))
 
 
 #: The week in the languages the sites are written in, Monday first; a day's short forms are
@@ -232,21 +234,28 @@ def days_spanned(text: str) -> frozenset[str]:
     return frozenset(days)
 
 
+@functools.lru_cache(maxsize=1024)
+def _asking_where(question: str) -> str:
+    """The parts of a question that ask where the place is ("where are you located"), read once
+    per question: the answer path asks for them four times."""
+    return " ".join(m.group(0) for m in _ASKS_LOCATION.finditer(question))
+
+
 def where_words(question: str) -> frozenset[str]:
     """The words of a question that ask where the place is ("your address", "located"): like
     "price", they say what kind of answer is wanted, which an address gives without repeating
     them ("Email address (required)" uses the word and answers nothing)."""
-    return frozenset(w.lower() for m in _ASKS_LOCATION.finditer(question) for w in re.findall(r"\w+", m.group(0)))
+    return frozenset(re.findall(r"\w+", _asking_where(question).lower()))
 
 
 def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
     """For a question about where the place itself is ("where are you located?"): the words to
     search it with (an address is written "Address: 14 Quay Street", never "located"), and the
     question's own words that ask it, which the site need not use. ("", "") for any other question."""
-    asked = [m.group(0) for m in _ASKS_LOCATION.finditer(question)]
+    asked = _asking_where(question)
     if not asked:
         return "", ""
-    return _ADDRESS_WORDS.get(lang.split("-")[0].lower(), "address"), " ".join(asked)
+    return _ADDRESS_WORDS.get(primary_subtag(lang) or "en", "address"), asked
 
 
 def names_api(text: str) -> bool:

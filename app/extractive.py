@@ -458,6 +458,7 @@ def _label_extra(unit: Unit, question_stems: frozenset[str]) -> float:
     return len(words - question_stems) / len(words) if words and len(label) <= 80 else 0.0
 
 
+@functools.lru_cache(maxsize=8192)
 def _day_stems(text: str) -> frozenset[str]:
     """The stems of the days a text's day ranges span ("Tuesday to Friday" holds Thursday)."""
     return frozenset(map(stem, days_spanned(text)))
@@ -470,6 +471,7 @@ def _label_stems(unit: Unit) -> frozenset[str]:
     return stems(label) | _day_stems(label)
 
 
+@functools.lru_cache(maxsize=1024)
 def _ask_stems(question: str) -> frozenset[str]:
     """The stems of the question's words that say what kind of answer is wanted ("price", "when",
     "address"): a unit that carries that kind of answer uses them without repeating them."""
@@ -497,8 +499,8 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
         if asks.howto and unit.kind == "sentence" and carries(text, "api"):
             evidence += 0.1  # on documentation, a how-do-I question is answered with the API the page names
         rows.append((
-            _coverage(weights, stems(text) | _day_stems(text) if when else stems(text), stems(unit.about), answered,
-                      total),
+            _coverage(weights, (stems(text) | _day_stems(text)) if when else stems(text), stems(unit.about),
+                      answered, total),
             max(0.0, unit.passage_similarity),
             max(0.0, source.similarity),
             1.0 / (1 + unit.source),
