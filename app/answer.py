@@ -27,9 +27,17 @@ from app.answerability import (
     answerability,
     names_in_passing,
     unknown_names,
+    unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import carries, days_spanned, where_the_place_is
+from app.asks import (
+    asks_clock,
+    carries,
+    days_spanned,
+    weekend_days,
+    when_to_visit,
+    where_the_place_is,
+)
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -294,6 +302,12 @@ class Answerer:
             # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
             holidays = holiday_dates(query, lang)
             query = f"{query} {holidays.dates}" if holidays.dates else query
+            # "Open on weekends?" is searched as an hours table writes the weekend: a row a day.
+            weekend = weekend_days(question, lang) if asks_when(question) else ""
+            query = f"{query} {weekend}" if weekend else query
+            # "Can I swing by Thursday around 4?" is searched as the site heads its hours.
+            hours_word, visiting = when_to_visit(question, lang)
+            query = f"{query} {hours_word}" if hours_word else query
             # "Where are you located?" is searched as the site writes an address.
             address, asking_where = where_the_place_is(question, lang)
             query = f"{query} {address}" if address else query
@@ -341,12 +355,13 @@ class Answerer:
         said = " ".join(s.text for s in sources) if holidays.names else ""
         located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
         spanned = set().union(*(days_spanned(s.text) for s in sources[:3])) if asks_when(question) else set()
-        known = " ".join([page_text, located, *sorted(spanned), *dated_in(holidays, said)]).strip()
+        visiting = visiting if any(carries(s.text, "time") for s in sources[:3]) else frozenset()
+        known = " ".join([page_text, located, *sorted(spanned), *sorted(visiting), *dated_in(holidays, said)]).strip()
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
-        weights = term_weights(f"{question} {holidays.dates}".rstrip(), counts, stats.chunks, carried=carried)
+        weights = term_weights(f"{question} {holidays.dates} {weekend}".rstrip(), counts, stats.chunks, carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity
@@ -363,10 +378,14 @@ class Answerer:
                 question, counts, lang, coverage_threshold(stats.chunks),
                 quoted_passages(sources, [q.source for q in selection.quotes]), known=known)):
             refused = "the passages the answer would quote never mention " + ", ".join(names)
+        elif settings.refuse_unknown_names and (subject := unknown_timed_subject(question, counts, known=known)):
+            refused = "the site never mentions " + subject
         elif len(surviving) < max(1, settings.min_chunks):
             refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
+        elif asks_clock(question) and not any(carries(quote.text, "clock") for quote in selection.quotes):
+            refused = "the passages give no time of day"
         else:
             if sentence_similarity is None and verdict_without_sentence(
                     confidence, lexical, settings.min_answerability) is None:

@@ -26,6 +26,7 @@ docs/eval.md ("How a question is refused") has the fit and the numbers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
 import msgspec
@@ -155,6 +156,41 @@ def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, 
         if terms and all(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
             found.append(name)
     return found
+
+
+#: What a question asks the time or the hours of: "what time does the post office close", "when
+#: does the stock market close", "opening hours of Lantern Coffee", "¿a qué hora cierra el banco?".
+_TIMED_SUBJECT = re.compile(
+    r"\b(?:what\s+time|when|how\s+(?:late|early)|(?:till|until)\s+when)\s+(?:does|do|is|are|will)\s+(?P<en>[^?.!,;]+?)"
+    r"\s+(?:open|opens|close|closes|shut|lock|leave|depart|start|begin|finish|end|run|arrive|stop|serve|be)\b"
+    r"|\bwhat\s+time\s+is\s+(?P<is>[^?.!,;]+?)(?=\s+(?:on|in|at|this|today|tomorrow|tonight)\b|[?.!,;]|$)"
+    r"|\b(?:opening\s+hours|hours|horario|öffnungszeiten|horaires)\s+(?:of|for|de|del|von|der|des|du)\s+(?P<of>[^?.!,;]+)"
+    r"|\ba\s+qu[eé]\s+hora\s+(?:abren?|cierran?|salen?|empiezan?|terminan?|llegan?|pasan?)\s+(?P<es>[^?.!,;]+)"
+    r"|\bwann\s+(?:öffnet|schließt|schliesst|fährt|kommt|beginnt)\s+(?P<de>[^?.!,;]+)", re.I)
+#: Who or what a question's hours are of when it is the place itself, which the site need not
+#: name: "what time do you close?", "when does the café open?", "¿a qué hora abre la tienda?".
+_THE_PLACE = frozenset("""
+    you u ya yall y'all your it they we this that there here place shop store cafe café bakery restaurant
+    bookshop bar premises tienda local cafetería cafeteria panadería panaderia librería libreria laden geschäft
+    bäckerei boutique magasin
+    """.split())  # noqa: SIM905
+
+
+def unknown_timed_subject(question: str, document_counts: Mapping[str, int], known: str = "") -> str:
+    """What a question asks the time or hours of, when it is something the site never mentions:
+    "what time does the post office close on Saturdays?" on a bakery's site, which the bakery's
+    Saturday hours would answer wrongly. A word of it that no chunk uses (`document_counts`)
+    and `known` lacks. "" when the question asks no such thing, asks it of the place itself
+    ("what time do you close?"), or of something the site names."""
+    found = _TIMED_SUBJECT.search(question)
+    if not found:
+        return ""
+    subject = next(text for text in found.groups() if text)
+    on_page = words_of(known)
+    terms = [t for t in content_terms(subject) if t not in _THE_PLACE and not t.isdigit()]
+    if any(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
+        return subject.strip()
+    return ""
 
 
 def names_in_passing(question: str, document_counts: Mapping[str, int], lang: str, min_chunks: int,

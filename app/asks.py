@@ -48,6 +48,16 @@ _ASKS_TIME = re.compile(
     r"\b(when|what time|hours?|open|opens|opening|close|closes|closing|until|"
     r"cu[aá]ndo|horario|hora|abr[ei]s?|abiert[oa]s?|cierra|"
     r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
+#: A question that asks for a time of day ("what time…", "how late…", "¿a qué hora…?"), which only a
+#: passage that writes one answers: "what time does the ferry leave?" is not answered by "he
+#: skippered the ferry for twelve years".
+_ASKS_CLOCK = re.compile(
+    r"\b(?:what\s+time|which\s+time|how\s+(?:early|late)|(?:till|until)\s+when|opening\s+hours|"
+    r"a\s+qu[eé]\s+hora|hasta\s+qu[eé]\s+hora|um\s+wie\s*viel\s+uhr|[àa]\s+quelle\s+heure)\b", re.I)
+_CLOCK = re.compile(
+    r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
+    r"|\b(?:at|a\s+las|um|à)\s+(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|una|dos|"
+    r"tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
 #: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
@@ -184,7 +194,8 @@ def asks_of(question: str) -> Asks:
     to do it."""
     howto = (bool(_ASKS_HOWTO.search(question) or _OPENS_WITH_HOW.match(question))
              or not (_QUESTION_WORD.match(question) or "?" in question))
-    return Asks(price=bool(_ASKS_PRICE.search(question)), time=bool(_ASKS_TIME.search(question)),
+    return Asks(price=bool(_ASKS_PRICE.search(question)),
+                time=bool(_ASKS_TIME.search(question) or visit_words(question)),
                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
@@ -248,6 +259,80 @@ def where_words(question: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", _asking_where(question).lower()))
 
 
+#: A day of the week asked about, written out ("Thursday", "los sábados"), or the weekend.
+_ASKED_DAY = re.compile(
+    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|lunes|martes|mi[eé]rcoles|jueves|viernes|s[aá]bados?|"
+    r"domingos?|montags?|dienstags?|mittwochs?|donnerstags?|freitags?|samstags?|sonntags?|lundis?|mardis?|"
+    r"mercredis?|jeudis?|vendredis?|samedis?|dimanches?|week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b",
+    re.I)
+#: The weekend, which an hours table writes as its two days.
+_WEEKEND = re.compile(r"\b(?:week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b", re.I)
+#: When in the day a visitor means to come: a clock time ("4:45", "around 4", "til 7", "a las
+#: seis", "half three"), a part of the day ("afternoon", "por la tarde"), or how late or early.
+_TIME_OF_DAY = re.compile(
+    r"\b\d{1,2}[:.]\d{2}\b(?![:./-]?\d)|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr|o'?clock|ish)(?!\w)"
+    r"|\b(?:half|quarter)\s+(?:past\s+|to\s+)?(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
+    r"|\b(?:at|around|about|by|til|till|until|before|after|gegen|um|vers)\s+(?:\d{1,2}|one|two|three|four|five|six|"
+    r"seven|eight|nine|ten|eleven|twelve|noon|midday)\b(?![:./-]?\d|\s+(?:people|persons|guests|of|kids|children))"
+    r"|\b(?:a|sobre|hacia|antes\s+de|despu[eé]s\s+de)\s+las\s+(?:una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
+    r"diez|once|doce)(?:\s+y\s+(?:media|cuarto))?\b"
+    r"|\b(?:por|de|a)\s+la\s+ma[nñ]ana\b"
+    r"|\b(?:mornings?|afternoons?|evenings?|night|tonight|lunchtime|noon|midday|tarde|tardes|noche|mediod[ií]a|"
+    r"morgens|vormittags?|nachmittags?|abends?|matin|après-midi|soir)\b"
+    r"|\b(?:late|later|latest|early|earlier|earliest|temprano|pronto|spät|später|früh|tard|tôt)\b", re.I)
+#: How a visitor says they will come ("swing by", "show up", "si paso"): words of the visit, not of
+#: what it is about, which the site need not use.
+_VISIT = re.compile(
+    r"\b(?:show|turn)\s+up\b|\b(?:swing|drop|pop|stop|come|stay|head|get)\s+(?:by|in|over|round|around|there|open)\b"
+    r"|\b(?:still|til|till|until|around|about|like|ish)\b"
+    r"|\b(?:paso|pasar|pasarme|pasamos|llego|llegar|llegamos|ir|venir|vengo|todav[ií]a|sobre|hacia|quer[ií]a|"
+    r"abr[ií]s|abr[ei]n?|abiert[oa]s?|estar[aá]s?|est[aá]is)\b"
+    r"|\b(?:vorbeikommen|vorbeischauen|noch|gegen|passer|encore|vers)\b", re.I)
+
+
+@functools.lru_cache(maxsize=1024)
+def visit_words(question: str) -> frozenset[str]:
+    """The words of a question that propose a time to visit on a day ("is it too late to show up
+    at 4:45 on a Wednesday?", "¿el domingo por la tarde abrís? quería ir sobre las cuatro"): it
+    asks the hours, in words an hours table never uses. Empty for any other question."""
+    if not _ASKED_DAY.search(question):
+        return frozenset()
+    times = [m.group(0) for m in _TIME_OF_DAY.finditer(question)]
+    if not times:
+        return frozenset()
+    said = " ".join([*times, *(m.group(0) for m in _VISIT.finditer(question))]).lower()
+    return frozenset(re.findall(r"\w+", said))
+
+
+#: The word hours are headed with in the question's language, searched with a question that
+#: proposes a time to visit: "at 4:45 on a Wednesday" shares no word with "Tuesday to Friday".
+_HOURS_WORDS = {"en": "opening hours", "es": "horario", "de": "Öffnungszeiten", "fr": "horaires"}
+
+
+def when_to_visit(question: str, lang: str) -> tuple[str, frozenset[str]]:
+    """For a question that proposes a time to visit (`visit_words`): the words to search it with
+    and the question's own words that propose it. ("", frozenset()) for any other question."""
+    visiting = visit_words(question)
+    if not visiting:
+        return "", frozenset()
+    return _HOURS_WORDS.get(primary_subtag(lang) or "en", "opening hours"), visiting
+
+
+def weekend_days(question: str, lang: str) -> str:
+    """Saturday and Sunday as `lang` writes them when the question asks about the weekend ("how
+    early do you open on weekends?"), which an hours table writes a row each; "" otherwise."""
+    if not _WEEKEND.search(question):
+        return ""
+    week = _WEEKS[{"es": 1, "de": 2, "fr": 3}.get(primary_subtag(lang) or "en", 0)]
+    return f"{week[5]} {week[6]}"
+
+
+def asking_words(question: str) -> frozenset[str]:
+    """The words of a question that say what kind of answer is wanted beyond `ASK_WORD`: where
+    the place is, when a visitor means to come."""
+    return where_words(question) | visit_words(question)
+
+
 def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
     """For a question about where the place itself is ("where are you located?"): the words to
     search it with (an address is written "Address: 14 Quay Street", never "located"), and the
@@ -256,6 +341,11 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
     if not asked:
         return "", ""
     return _ADDRESS_WORDS.get(primary_subtag(lang) or "en", "address"), asked
+
+
+def asks_clock(question: str) -> bool:
+    """Whether `question` asks for a time of day ("what time does the ferry leave?")."""
+    return bool(_ASKS_CLOCK.search(question))
 
 
 def names_api(text: str) -> bool:
@@ -276,6 +366,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # "Monday: Closed" answers "are you open on Monday?" as a time would.
     "time": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text)),
     "date": lambda text: bool(_DATE.search(text)),
+    "clock": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text) or _CLOCK.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),

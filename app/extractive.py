@@ -31,12 +31,12 @@ from app.asks import (
     ASK_WORD_FACTOR,
     NOT_A_SUBJECT,
     Asks,
+    asking_words,
     asks_of,
     asks_yes_or_no,
     carries,
     days_spanned,
     evidence_bonus,
-    where_words,
 )
 from app.prompt import Source
 from app.terminal import typed_commands
@@ -172,7 +172,7 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
     word ("sourdough") outweighs a common one ("price"). Terms carried over from an earlier turn
     of the conversation count half."""
     weights: dict[str, float] = {}
-    asking_where = where_words(question)
+    asking = asking_words(question)
 
     def add(terms: list[str], factor: float) -> None:
         for term in terms:
@@ -183,7 +183,7 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
                 continue
             # "price", "open", "when": what kind of answer is wanted, which the evidence bonus
             # rewards; as words they would favour any price list over the item asked.
-            factor_here = factor * ASK_WORD_FACTOR if ASK_WORD.fullmatch(term) or term in asking_where else factor
+            factor_here = factor * ASK_WORD_FACTOR if ASK_WORD.fullmatch(term) or term in asking else factor
             # Square-rooted: on a small site every uncommon word is rare, and a plain idf lets
             # "know" or "inside" outweigh the words that name the topic.
             idf = math.sqrt(math.log(1.0 + (total + 1.0) / (count + 1.0)))
@@ -475,8 +475,8 @@ def _label_stems(unit: Unit) -> frozenset[str]:
 def _ask_stems(question: str) -> frozenset[str]:
     """The stems of the question's words that say what kind of answer is wanted ("price", "when",
     "address"): a unit that carries that kind of answer uses them without repeating them."""
-    asking_where = where_words(question)
-    return frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w) or w in asking_where)
+    asking = asking_words(question)
+    return frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w) or w in asking)
 
 
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],

@@ -18,9 +18,10 @@ from ingest.lang import primary_subtag
 
 #: Each holiday's names in the languages the sample site and the fixtures use, with its date.
 _HOLIDAYS: tuple[tuple[tuple[str, ...], int, int], ...] = (
-    (("christmas eve", "nochebuena", "heiligabend", "heiligen abend", "veille de noël", "réveillon de noël"), 12, 24),
-    (("christmas day", "christmas", "día de navidad", "navidad", "erster weihnachtsfeiertag", "weihnachten",
-      "jour de noël", "noël"), 12, 25),
+    (("christmas eve", "xmas eve", "nochebuena", "heiligabend", "heiligen abend", "veille de noël",
+      "réveillon de noël"), 12, 24),
+    (("christmas day", "christmas", "xmas day", "xmas", "día de navidad", "navidad", "erster weihnachtsfeiertag",
+      "weihnachten", "jour de noël", "noël"), 12, 25),
     (("boxing day", "zweiter weihnachtsfeiertag", "stephanstag", "san esteban"), 12, 26),
     (("new year's eve", "new years eve", "new year eve", "nochevieja", "silvester", "saint-sylvestre"), 12, 31),
     (("new year's day", "new years day", "new year's", "año nuevo", "neujahr", "jour de l'an"), 1, 1),
@@ -45,6 +46,29 @@ _NAMES = sorted(((name, month, day) for names, month, day in _HOLIDAYS for name 
 # Longest first, so that "christmas eve" is read before "christmas"; whole words only.
 _PATTERN = re.compile(r"(?<!\w)(" + "|".join(re.escape(name) for name, _, _ in _NAMES) + r")(?!\w)", re.I)
 _DATE_OF = {name: (month, day) for name, month, day in _NAMES}
+
+
+#: A date the question writes itself ("the 26th of December", "Dec 31", "1 de enero", "24.
+#: Dezember"), in any of the languages here: searched as the site writes it ("December 26").
+_MONTH_NAMES = {name.lower(): month for names in _MONTHS.values() for month, name in enumerate(names, 1)}
+_MONTH_NAMES.update({name[:3].lower(): month for month, name in enumerate(_MONTHS["en"], 1)})
+_MONTH_NAMES.update({"sept": 9, "ene": 1, "dic": 12, "dez": 12, "déc": 12, "janv": 1, "févr": 2})
+_MONTH = "(" + "|".join(sorted(map(re.escape, _MONTH_NAMES), key=len, reverse=True)) + r")\.?"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th|º|\.)?"
+_WRITTEN_DATE = re.compile(
+    rf"(?<!\w)(?:{_DAY}\s+(?:of\s+|de\s+)?{_MONTH}|{_MONTH}\s+(?:the\s+)?{_DAY})(?!\w)", re.I)
+
+
+def _dates_written(question: str) -> list[tuple[str, int, int]]:
+    """The dates `question` writes, as (the text, month, day)."""
+    found = []
+    for match in _WRITTEN_DATE.finditer(question):
+        day_text = match.group(1) or match.group(4)
+        month = _MONTH_NAMES[(match.group(2) or match.group(3)).lower()]
+        day = int(day_text)
+        if 1 <= day <= 31:
+            found.append((match.group(0), month, day))
+    return found
 
 
 class HolidayDates(NamedTuple):
@@ -89,9 +113,10 @@ def holiday_dates(question: str, lang: str | None) -> HolidayDates:
     days: list[tuple[int, int]] = []
     dates: list[str] = []
     # "New Year’s Eve" as phones type it; one character for one, so the name is the question's own.
-    for found in _PATTERN.finditer(question.replace("’", "'")):
-        month, day = _DATE_OF[found.group(1).lower()]
-        names.append(question[found.start(1):found.end(1)])
+    named = [(question[found.start(1):found.end(1)], *_DATE_OF[found.group(1).lower()])
+             for found in _PATTERN.finditer(question.replace("’", "'"))]
+    for name, month, day in [*named, *_dates_written(question)]:
+        names.append(name)
         days.append((month, day))
         date = written_date(month, day, primary_subtag(lang) or "en")
         if date not in dates:

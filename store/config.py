@@ -97,7 +97,8 @@ class AnswerSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Give the honest 'not found' answer to a question that names something the site never
     mentions (an acronym, a product, a place: "deploy on Vercel", "the festival in Taiwan"),
     however similar its passages look, or mentions only in passing where the answer's passages
-    do not (app/answerability.py `unknown_names`, `names_in_passing`)."""
+    do not, or asks the hours of ("what time does the post office close?") (app/answerability.py
+    `unknown_names`, `names_in_passing`, `unknown_timed_subject`)."""
     page_boost: float = 0.1
     """How much to favour the page the visitor is on (x the top fused score)."""
     max_sources: int = 5

@@ -14,6 +14,7 @@ from app.answerability import (
     names_in_passing,
     question_names,
     unknown_names,
+    unknown_timed_subject,
     verdict_without_sentence,
 )
 from app.eval import answer_precision
@@ -296,6 +297,66 @@ def test_the_days_a_range_spans_in_each_language():
     assert days_spanned("how to use it") == set() and days_spanned("from 8 to 5") == set()
 
 
+def test_a_visit_proposed_at_a_time_on_a_day_asks_the_hours():
+    """"Can I swing by Thursday around 4?" asks the hours in words no hours table uses: they were
+    counted as words the site never uses and the question refused."""
+    from app.asks import asks_of, visit_words, when_to_visit
+
+    assert visit_words("Is it too late to show up at 4:45 on a Wednesday?") == {"late", "show", "up", "4", "45"}
+    assert visit_words("can I swing by thursday afternoon around 4?") == {"swing", "by", "afternoon", "around", "4"}
+    assert {"tarde", "cuatro", "ir"} <= visit_words("¿El domingo por la tarde abrís? Quería ir sobre las cuatro")
+    assert "earliest" in visit_words("what's the earliest I can come in on a tuesday?")
+    assert "mañana" in visit_words("¿A qué hora abrís el miércoles por la mañana?")
+    assert asks_of("can I swing by thursday afternoon around 4?").time
+    assert when_to_visit("Si paso el viernes a las seis de la tarde, ¿todavía estará abierto?", "es")[0] == "horario"
+    # A number is a time only as one is written or said ("at 10", "4:45", "5pm"), and a day is needed.
+    for question in ("can we book a table for 10 people on saturday", "Do you have croissants on Saturday?",
+                     "is the shop open late?", "what did the 2017 Saturday market sell?"):
+        assert visit_words(question) == frozenset(), question
+        assert when_to_visit(question, "en") == ("", frozenset())
+
+
+def test_the_weekend_is_searched_as_its_two_days():
+    from app.asks import weekend_days
+
+    assert weekend_days("how early do you open on weekends", "en") == "saturday sunday"
+    assert weekend_days("¿abrís el fin de semana?", "es") == "sábado domingo"
+    assert weekend_days("Habt ihr am Wochenende offen?", "de") == "samstag sonntag"
+    assert weekend_days("do you open on Saturdays?", "en") == ""
+
+
+def test_a_question_for_a_time_of_day_needs_a_passage_that_writes_one():
+    from app.asks import asks_clock, carries
+
+    for question in ("What time does the Gull Island ferry leave?", "how late are you open on fridays?",
+                     "¿A qué hora salen los paquetes?", "opening hours of the mill?"):
+        assert asks_clock(question), question
+    for question in ("When is the author evening?", "How long does the loaf keep?", "Do you open on Sundays?"):
+        assert not asks_clock(question), question
+    for text in ("Tuesday to Friday: 7:30 am – 5:00 pm", "Monday: Closed", "served from noon", "we meet at 10 sharp",
+                 "De martes a viernes: 7:30 – 17:00", "a las 8 en punto", "sale del horno a las siete de la mañana"):
+        assert carries(text, "clock"), text
+    for text in ("He skippered the Gull Island ferry for twelve years.", "Parcels leave on Tuesdays and Thursdays.",
+                 "It keeps for 3 days."):
+        assert not carries(text, "clock"), text
+
+
+def test_hours_of_something_the_site_never_mentions_are_not_the_site_s():
+    """"What time does the post office close on Saturdays?" was answered with the bakery's own
+    Saturday hours."""
+    counts = {"time": 9, "post": 0, "office": 2, "close": 5, "saturdays": 4, "banco": 0, "sábados": 3,
+              "harbor": 6, "lot": 5, "wharf": 4, "road": 3, "lock": 1, "bakrey": 0}
+    assert unknown_timed_subject("What time does the post office close on Saturdays?", counts) == "the post office"
+    assert unknown_timed_subject("¿A qué hora cierra el banco los sábados?", counts) == "el banco los sábados"
+    assert unknown_timed_subject("What time is sunset on the winter solstice?", {"sunset": 0}) == "sunset"
+    # The place itself, something the site names, a word known besides the index, no hours asked.
+    assert unknown_timed_subject("What time do you close on Saturdays?", counts) == ""
+    assert unknown_timed_subject("When does the café open?", {"café": 0, "open": 3}) == ""
+    assert unknown_timed_subject("What time does the Harbor Lot on Wharf Road lock up?", counts) == ""
+    assert unknown_timed_subject("What time does the post office close?", counts, known="the post office") == ""
+    assert unknown_timed_subject("Where is the post office?", counts) == ""
+
+
 def test_a_day_inside_an_hours_range_is_answered_by_its_row():
     """"What time do you close on Thursday?" is answered by "Tuesday to Friday", not by a
     delivery sentence that names Thursdays."""
@@ -425,6 +486,33 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     base, tenant, site = demo_served
     found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
     assert found["meta"]["answered"] is True and found["text"].startswith(row), found["text"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question, row", [
+    ("can I swing by thursday afternoon around 4?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
+    ("Is it too late to show up at 4:45 on a Wednesday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
+    ("how early do you open on weekends", "Saturday: 8:00 am – 6:00 pm"),
+    ("Are you open on the 26th of December?", "We are closed on December 25, December 26"),
+])
+def test_sample_site_answers_a_visit_at_a_time_with_the_hours(demo_served, question, row):
+    """A visit proposed at a time of day ("swing by", "show up", "4:45"), the weekend, a date
+    the question writes itself: refused as words the site never uses, or answered with an event's
+    time or the Christmas Eve hours."""
+    base, tenant, site = demo_served
+    found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert found["meta"]["answered"] is True and found["text"].startswith(row), found["text"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question", [
+    "What time does the post office close on Saturdays?",  # the bakery's Saturday hours answered it
+    "What time does the Gull Island ferry leave in the morning?",  # "he skippered the ferry…"
+])
+def test_sample_site_refuses_the_hours_of_what_it_gives_no_time_for(demo_served, question):
+    base, tenant, site = demo_served
+    found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert found["meta"]["answered"] is False, found["text"]
 
 
 @pytest.mark.slow

@@ -47,3 +47,19 @@ def test_a_passage_gives_a_date_in_the_ways_pages_write_it():
         assert not mentions_date(text, 12, 24), text
     found = holiday_dates("open on Christmas Eve or New Year's Eve?", "en")
     assert dated_in(found, "On December 24 we open at 8 am.") == ["Christmas Eve"]  # the 31st is not said
+
+
+def test_a_date_the_question_writes_is_searched_as_the_site_writes_it():
+    """"Are you open on the 26th of December?" shares no word with "closed on December 25,
+    December 26 and January 1" ("26th" is not "26"): the holiday line for the 24th led instead."""
+    found = holiday_dates("Are you open on the 26th of December?", "en")
+    assert found.names == ["26th of December"] and found.days == [(12, 26)] and found.dates == "December 26"
+    assert holiday_dates("Will you be open January 1st?", "en").dates == "January 1"
+    assert holiday_dates("what time do you close on Dec. 31?", "en").dates == "December 31"
+    assert holiday_dates("¿Está abierto el 1 de enero?", "es").dates == "1 de enero"
+    assert holiday_dates("Habt ihr am 24. Dezember offen?", "de").dates == "24. Dezember"
+    assert holiday_dates("r u open xmas day", "en").dates == "December 25"
+    # Not a date: a year, a day out of range, a question that does not ask when.
+    assert holiday_dates("open in december 2026?", "en").dates == ""
+    assert holiday_dates("are you open on the 45th of May?", "en").dates == ""
+    assert holiday_dates("Do you sell the December 24 gift box?", "en") == ([], [], "")
