@@ -68,6 +68,7 @@ from app.sources import (
     quoted_passages,
     snippet,
 )
+from app.visitor_day import visitor_day
 from ingest.embed import Embedder
 from ingest.embed_stage import pending_embedder
 from ingest.injection import strip_injections
@@ -302,6 +303,9 @@ class Answerer:
             # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
             holidays = holiday_dates(query, lang)
             query = f"{query} {holidays.dates}" if holidays.dates else query
+            # "Are you open today?" is searched as the visitor's day ("Monday"): no page names "today".
+            today = visitor_day(question, page, lang)
+            query = f"{query} {today.day}" if today.day else query
             # "Open on weekends?" is searched as an hours table writes the weekend: a row a day.
             weekend = weekend_days(question, lang) if asks_when(question) else ""
             query = f"{query} {weekend}" if weekend else query
@@ -356,12 +360,14 @@ class Answerer:
         located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
         spanned = set().union(*(days_spanned(s.text) for s in sources[:3])) if asks_when(question) else set()
         visiting = visiting if any(carries(s.text, "time") for s in sources[:3]) else frozenset()
-        known = " ".join([page_text, located, *sorted(spanned), *sorted(visiting), *dated_in(holidays, said)]).strip()
+        known = " ".join([page_text, located, today.words, *sorted(spanned), *sorted(visiting),
+                          *dated_in(holidays, said)]).strip()
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
-        weights = term_weights(f"{question} {holidays.dates} {weekend}".rstrip(), counts, stats.chunks, carried=carried)
+        weights = term_weights(f"{question} {holidays.dates} {weekend} {today.day}".rstrip(), counts, stats.chunks,
+                               carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity
@@ -521,7 +527,10 @@ class Answerer:
         try:
             # A follow-up means what it continues: "and on Saturdays?" is a different question in
             # every conversation.
-            cache_key = self.cache.key(tenant.id, f"{carried}\n{question}" if carried else question, page_url, lang)
+            # "Are you open today?" is a different question each day.
+            today = visitor_day(question, request.page, lang).day
+            asked = "\n".join(part for part in (carried, question, today) if part)
+            cache_key = self.cache.key(tenant.id, asked, page_url, lang)
             cached, needs_refresh = self.cache.get(cache_key, generation) if use_cache else (None, False)
             if use_cache:
                 self.metrics.cache.inc(result="stale" if needs_refresh else "hit" if cached else "miss")

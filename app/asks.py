@@ -46,7 +46,7 @@ _ASKS_PRICE = re.compile(
     r"wie ?viel|preis|preise|kostet|kosten|gebühr)\b", re.I)
 _ASKS_TIME = re.compile(
     r"\b(when|what time|hours?|open|opens|opening|close|closes|closing|until|"
-    r"cu[aá]ndo|horario|hora|abr[ei]s?|abiert[oa]s?|cierra|"
+    r"cu[aá]ndo|horario|hora|abr[eií]s?|abren|abrimos|abiert[oa]s?|cierra|cierran|cerr[aá]is|cerramos|"
     r"wann|uhrzeit|öffnungszeiten|geöffnet|offen|schließt)\b", re.I)
 #: A question that asks for a time of day ("what time…", "how late…", "¿a qué hora…?"), which only a
 #: passage that writes one answers: "what time does the ferry leave?" is not answered by "he
@@ -121,6 +121,16 @@ _OPENS_WITH_HOW = re.compile(
     r"^\W*(?:how|c[oó]mo|wie)\s+(?!much\b|many\b|long\b|old\b|big\b|often\b|hot\b|warm\b|cold\b|far\b|viele?\b"
     r"|lange\b|alt\b|oft\b|hei(?:ß|ss)\b|gro)",
     re.I)
+
+
+#: Words for the visitor's own day (app/visitor_day.py reads which day each means). "Mañana" and
+#: "Morgen" are also the morning: "por la mañana" and "guten Morgen" are not tomorrow, and
+#: "mañana" counts only at the question's end or before a time of day.
+RELATIVE_DAY = re.compile(
+    r"(?<!\w)(today|tonight|this (?:morning|afternoon|evening)|right now|now|tomorrow|"
+    r"hoy|esta (?:mañana|tarde|noche)|ahora|(?<!la\s)mañana(?=\s*(?:[?¿!.,]|$|por la|a las|temprano))|"
+    r"pasado mañana|heute(?: abend| morgen| nachmittag)?|jetzt|(?<!guten\s)morgen|übermorgen|"
+    r"aujourd'hui|ce soir|maintenant|demain)(?!\w)", re.I)
 
 
 #: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.
@@ -273,7 +283,9 @@ _TIME_OF_DAY = re.compile(
     r"\b\d{1,2}[:.]\d{2}\b(?![:./-]?\d)|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr|o'?clock|ish)(?!\w)"
     r"|\b(?:half|quarter)\s+(?:past\s+|to\s+)?(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
     r"|\b(?:at|around|about|by|til|till|until|before|after|gegen|um|vers)\s+(?:\d{1,2}|one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve|noon|midday)\b(?![:./-]?\d|\s+(?:people|persons|guests|of|kids|children))"
+    r"seven|eight|nine|ten|eleven|twelve|noon|midday)\b"
+    # Not a count: "about ten times", "for 10 people", "by 2 days".
+    r"(?![:./-]?\d|\s+(?:people|persons|of|percent|(?!pls\b|thanks\b)\w+s)\b)"
     r"|\b(?:a|sobre|hacia|antes\s+de|despu[eé]s\s+de)\s+las\s+(?:una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
     r"diez|once|doce)(?:\s+y\s+(?:media|cuarto))?\b"
     r"|\b(?:por|de|a)\s+la\s+ma[nñ]ana\b"
@@ -295,7 +307,7 @@ def visit_words(question: str) -> frozenset[str]:
     """The words of a question that propose a time to visit on a day ("is it too late to show up
     at 4:45 on a Wednesday?", "¿el domingo por la tarde abrís? quería ir sobre las cuatro"): it
     asks the hours, in words an hours table never uses. Empty for any other question."""
-    if not _ASKED_DAY.search(question):
+    if not (_ASKED_DAY.search(question) or RELATIVE_DAY.search(question)):
         return frozenset()
     times = [m.group(0) for m in _TIME_OF_DAY.finditer(question)]
     if not times:
@@ -327,10 +339,23 @@ def weekend_days(question: str, lang: str) -> str:
     return f"{week[5]} {week[6]}"
 
 
+@functools.lru_cache(maxsize=1024)
+def today_words(question: str) -> frozenset[str]:
+    """The words of a question about when, or whether the place is open, that name the visitor's
+    own day ("are you open today?"): no page names it ("today's bookshop" led). Empty for any
+    other question ("compared to today, is that a known problem?")."""
+    if not RELATIVE_DAY.search(question):
+        return frozenset()
+    asked = asks_of(question)
+    if not (asked.time or asked.date):
+        return frozenset()
+    return frozenset(re.findall(r"\w+", " ".join(m.group(1) for m in RELATIVE_DAY.finditer(question)).lower()))
+
+
 def asking_words(question: str) -> frozenset[str]:
     """The words of a question that say what kind of answer is wanted beyond `ASK_WORD`: where
-    the place is, when a visitor means to come."""
-    return where_words(question) | visit_words(question)
+    the place is, when a visitor means to come, the visitor's own day."""
+    return where_words(question) | visit_words(question) | today_words(question)
 
 
 def where_the_place_is(question: str, lang: str) -> tuple[str, str]:

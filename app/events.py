@@ -19,6 +19,9 @@ class PageContext(msgspec.Struct, kw_only=True):
     headings: list[str] = msgspec.field(default_factory=list)
     jsonld: list[Any] = msgspec.field(default_factory=list)
     lang: str = ""
+    local_time: str = ""
+    """The visitor's clock, ISO 8601 with its UTC offset ("2026-12-21T09:15-05:00"): the day
+    "today" and "tomorrow" in a question mean (app/visitor_day.py)."""
 
 
 class ChatRequest(msgspec.Struct, kw_only=True):

@@ -14,12 +14,14 @@ size and the click-to-first-token times measured in the browser.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import re
 import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import httpx
 import msgspec
@@ -578,6 +580,25 @@ def test_keyboard_only(fast, demo, pages):
     wait_open(page)
     reopened = state(page)
     assert reopened["focused"] == "input" and reopened["questions"] == ["How much does shipping cost?"]
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Pacific/Pago_Pago"])
+def test_today_is_the_visitor_s_day(fast, demo, pages, zone):
+    """The widget sends the visitor's clock: "Are you open today?" is answered with the hours row
+    of the day it is where the visitor is (UTC+14 and UTC-11 are on different days)."""
+    site = demo.site("main")
+    page = pages(site.url + "/", timezone_id=zone)
+    sent = chat_requests(page)
+    page.locator(fd("launcher")).click()
+    page.locator(fd("input")).fill("Are you open today?")
+    page.keyboard.press("Enter")
+    answered = wait_idle(page, 1)
+    local_time = json.loads(sent[0].post_data)["page"]["local_time"]
+    visitor = datetime.datetime.fromisoformat(local_time)
+    expected = datetime.datetime.now(ZoneInfo(zone))
+    assert visitor.utcoffset() == expected.utcoffset() and abs(visitor - expected).total_seconds() < 120, local_time
+    row = {0: "Monday: Closed", 5: "Saturday: 8:00 am", 6: "Sunday: 8:00 am"}.get(visitor.weekday(), "Tuesday to Friday")
+    assert answered["answers"][0].startswith(row), (local_time, answered["answers"][0])
 
 
 def test_conversation_survives_navigation(fast, demo, pages):

@@ -698,8 +698,17 @@
       description: desc ? clean(desc.getAttribute('content')).slice(0, 500) : '',
       headings: heads,
       jsonld: ld,
-      lang: doc.documentElement.lang || ''
+      lang: doc.documentElement.lang || '',
+      local_time: localTime()
     };
+  }
+
+  // The visitor's clock with its UTC offset ("2026-12-21T09:15-05:00"): what "today" means.
+  function localTime() {
+    var d = new Date(), off = -d.getTimezoneOffset(), a = Math.abs(off);
+    function two(n) { return (n < 10 ? '0' : '') + n; }
+    return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + 'T' + two(d.getHours()) +
+      ':' + two(d.getMinutes()) + (off < 0 ? '-' : '+') + two(Math.floor(a / 60)) + ':' + two(a % 60);
   }
 
   // The API works before the DOM is ready: calls queue until the widget exists.
