@@ -1,6 +1,7 @@
 """What a question asks for — a price, a time, a date, a number, a length of time, a
-temperature, a way to reach someone, how to do something, where the place is — and whether a
-text carries it (an address; the days a range such as "Tuesday to Friday" spans). The
+temperature, a way to reach someone, how to do something, where the place is, when a visitor
+means to come ("can I swing by Thursday around 4?", "today", the weekend) — and whether a text
+carries it (an address, a time of day; the days a range such as "Tuesday to Friday" spans). The
 extractive answer rewards a unit that carries what its question asks for (app/extractive.py).
 The patterns cover the languages the sites are written in.
 """
