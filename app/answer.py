@@ -30,14 +30,7 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import (
-    asks_clock,
-    carries,
-    days_spanned,
-    weekend_days,
-    when_to_visit,
-    where_the_place_is,
-)
+from app.asks import asks_clock, carries
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -55,10 +48,10 @@ from app.events import (
 from app.extractive import select, term_weights
 from app.followup import carried_subject
 from app.grounding import opening
-from app.holidays import asks_when, dated_in, holiday_dates
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider, word_pieces
+from app.site_words import in_site_words, known_besides_index
 from app.sources import (
     cited_sources,
     drop_boilerplate,
@@ -299,22 +292,9 @@ class Answerer:
                 history = store.conversations.history(conn, conversation_id) if conversation_id else []
             # A follow-up ("and on Saturdays?") is searched and answered with the subject it continues.
             carried = carried_subject(question, history)
-            query = f"{carried} {question}" if carried else question
-            # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
-            holidays = holiday_dates(query, lang)
-            query = f"{query} {holidays.dates}" if holidays.dates else query
-            # "Are you open today?" is searched as the visitor's day ("Monday"): no page names "today".
-            today = visitor_day(question, page, lang)
-            query = f"{query} {today.day}" if today.day else query
-            # "Open on weekends?" is searched as an hours table writes the weekend: a row a day.
-            weekend = weekend_days(question, lang) if asks_when(question) else ""
-            query = f"{query} {weekend}" if weekend else query
-            # "Can I swing by Thursday around 4?" is searched as the site heads its hours.
-            hours_word, visiting = when_to_visit(question, lang)
-            query = f"{query} {hours_word}" if hours_word else query
-            # "Where are you located?" is searched as the site writes an address.
-            address, asking_where = where_the_place_is(question, lang)
-            query = f"{query} {address}" if address else query
+            # "Christmas Eve", "where are you located?", "today" searched as the site writes them.
+            words = in_site_words(question, carried, page, lang)
+            query = words.query
             on_site = page_on_site(page, config)
             page_url = page.url.split("#")[0] if on_site and page else ""
             page_indexed = bool(page_url) and store.pages.is_active_page(conn, page_url)
@@ -353,21 +333,14 @@ class Answerer:
         # Similarity alone cannot tell an off-topic question from an answerable one in every
         # language (MiniLM rates any two Spanish texts alike): a question whose content words
         # the site mostly never uses is not answered from it, unless a passage is a strong match.
-        # Known besides the index: the visitor's page when not indexed, a holiday's name where a
-        # passage gives its date, "located" where one gives an address, and "Wednesday" where the
-        # hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers).
-        said = " ".join(s.text for s in sources) if holidays.names else ""
-        located = asking_where if asking_where and any(carries(s.text, "address") for s in sources[:3]) else ""
-        spanned = set().union(*(days_spanned(s.text) for s in sources[:3])) if asks_when(question) else set()
-        visiting = visiting if any(carries(s.text, "time") for s in sources[:3]) else frozenset()
-        known = " ".join([page_text, located, today.words, *sorted(spanned), *sorted(visiting),
-                          *dated_in(holidays, said)]).strip()
+        # Known besides the index: the visitor's page when not indexed, "located" where a passage
+        # gives an address, "Wednesday" where the hours say "Tuesday to Friday"…
+        known, spanned = known_besides_index(words, question, sources, page_text)
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(query, counts, coverage_threshold(stats.chunks), also_known=known)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
-        weights = term_weights(f"{question} {holidays.dates} {weekend} {today.day}".rstrip(), counts, stats.chunks,
-                               carried=carried)
+        weights = term_weights(f"{question} {words.weighed}".rstrip(), counts, stats.chunks, carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         sentence_similarity = selection.similarity

@@ -1,0 +1,69 @@
+"""A visitor's question in the words the site writes.
+
+Visitors ask "are you open on Christmas Eve?", "where are you located?", "can I swing by Thursday
+around 4?", "are you open today?"; pages write "December 24", "Address: 14 Quay Street",
+"Tuesday to Friday: 7:30 am – 5:00 pm". The question is searched with the site's words added
+(`in_site_words`), and its own words for them count as words the site uses where the passages
+found write what they stand for (`known_besides_index`): the coverage check and the name rule
+would otherwise refuse "located" or "Wednesday" as words the site never uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from app.asks import carries, days_spanned, weekend_days, when_to_visit, where_the_place_is
+from app.events import PageContext
+from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
+from app.prompt import Source
+from app.visitor_day import VisitorDay, visitor_day
+
+
+class SiteWords(NamedTuple):
+    query: str
+    """What is searched: the question (after the subject a follow-up continues) and the site's words."""
+    weighed: str
+    """The site's words that weigh like the question's own: holiday dates, the weekend's days, the
+    visitor's day ("December 24 Saturday Sunday Monday")."""
+    holidays: HolidayDates
+    today: VisitorDay
+    visiting: frozenset[str]
+    """The question's words for a visit at a time of day ("swing", "4:45")."""
+    asking_where: str
+    """The question's words that ask where the place is ("where are you located")."""
+
+
+def in_site_words(question: str, carried: str, page: PageContext | None, lang: str) -> SiteWords:
+    """`question` with the words the site writes for what it asks."""
+    query = f"{carried} {question}" if carried else question
+    # "Christmas Eve" is searched and answered as the date the site writes ("December 24").
+    holidays = holiday_dates(query, lang)
+    # "Are you open today?" is searched as the visitor's day ("Monday"): no page names "today".
+    today = visitor_day(question, page, lang)
+    # "Open on weekends?" is searched as an hours table writes the weekend: a row a day.
+    weekend = weekend_days(question, lang) if asks_when(question) else ""
+    # "Can I swing by Thursday around 4?" is searched as the site heads its hours.
+    hours_word, visiting = when_to_visit(question, lang)
+    # "Where are you located?" is searched as the site writes an address.
+    address, asking_where = where_the_place_is(question, lang)
+    weighed = " ".join(part for part in (holidays.dates, weekend, today.day) if part)
+    query = " ".join(part for part in (query, weighed, hours_word, address) if part)
+    return SiteWords(query, weighed, holidays, today, visiting, asking_where)
+
+
+def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],
+                        page_text: str) -> tuple[str, frozenset[str]]:
+    """The words a question uses that the site uses too without the index saying so, and the days
+    the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
+    name where a passage gives its date, "located" where one gives an address, a visit's words where
+    one gives a time, "today", and "Wednesday" where the hours say "Tuesday to Friday" (weighed as
+    a word the site uses, so that the row answers)."""
+    top = sources[:3]
+    said = " ".join(s.text for s in sources) if words.holidays.names else ""
+    located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
+    spanned = frozenset().union(*(days_spanned(s.text) for s in top)) if asks_when(question) else frozenset()
+    visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
+    known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting),
+                      *dated_in(words.holidays, said)]).strip()
+    return known, spanned

@@ -1,0 +1,49 @@
+"""A visitor's question in the words the site writes (pure logic: app/site_words.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from app.events import PageContext
+from app.prompt import Source
+from app.site_words import in_site_words, known_besides_index
+
+
+def source(text: str) -> Source:
+    return Source(n=1, title="Contact", url="https://site.test/contact", text=text, kind="prose")
+
+
+HOURS = source("Monday: Closed\nTuesday to Friday: 7:30 am – 5:00 pm\nAddress: 14 Quay Street, Port Wren")
+
+
+def test_a_question_is_searched_with_the_words_the_site_writes():
+    assert in_site_words("Are you open on Christmas Eve?", "", None, "en").query == (
+        "Are you open on Christmas Eve? December 24")
+    assert in_site_words("Where are you located?", "", None, "es").query == "Where are you located? dirección address"
+    visit = in_site_words("can I swing by thursday around 4?", "", None, "en")
+    assert visit.query.endswith("opening hours") and {"swing", "4"} <= visit.visiting
+    weekend = in_site_words("how early do you open on weekends", "", None, "en")
+    assert weekend.weighed == "saturday sunday"
+    follow = in_site_words("and on Saturdays?", "opening hours", None, "en")
+    assert follow.query.startswith("opening hours and on Saturdays?")
+    plain = in_site_words("Do you sell croissants?", "", None, "en")
+    assert plain.query == "Do you sell croissants?" and plain.weighed == ""
+
+
+def test_today_is_weighed_as_the_visitor_s_day():
+    local = dt.datetime.now(dt.timezone(dt.timedelta(hours=-5)))
+    words = in_site_words("Are you open today?", "", PageContext(local_time=local.isoformat()), "en")
+    assert words.weighed == local.strftime("%A") and words.today.words == "today"
+
+
+def test_the_question_s_own_words_are_known_where_a_passage_writes_what_they_stand_for():
+    where = in_site_words("Where are you located?", "", None, "en")
+    known, _ = known_besides_index(where, "Where are you located?", [HOURS], "")
+    assert known == "Where are you"
+    known, _ = known_besides_index(where, "Where are you located?", [source("We bake every day.")], "")
+    assert known == ""
+    question = "Is it too late to show up at 4:45 on a Wednesday?"
+    known, spanned = known_besides_index(in_site_words(question, "", None, "en"), question, [HOURS], "")
+    assert "wednesday" in spanned and {"late", "show", "45"} <= set(known.split())
+    known, spanned = known_besides_index(in_site_words(question, "", None, "en"), question, [source("No hours.")], "")
+    assert not spanned and "late" not in known.split()
