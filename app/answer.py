@@ -30,7 +30,7 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import asks_clock, carries
+from app.asks import carries, must_carry
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -363,8 +363,9 @@ class Answerer:
             refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
-        elif asks_clock(question) and not any(carries(quote.text, "clock") for quote in selection.quotes):
-            refused = "the passages give no time of day"
+        elif missing := [name for carried, name in must_carry(question)
+                         if not any(carries(quote.text, carried) for quote in selection.quotes)]:
+            refused = f"the passages give no {missing[0]}"
         else:
             if sentence_similarity is None and verdict_without_sentence(
                     confidence, lexical, settings.min_answerability) is None:

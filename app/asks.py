@@ -55,6 +55,14 @@ _ASKS_TIME = re.compile(
 _ASKS_CLOCK = re.compile(
     r"\b(?:what\s+time|which\s+time|how\s+(?:early|late)|(?:till|until)\s+when|opening\s+hours|"
     r"a\s+qu[eé]\s+hora|hasta\s+qu[eé]\s+hora|um\s+wie\s*viel\s+uhr|[àa]\s+quelle\s+heure)\b", re.I)
+#: A question that asks what something costs ("how much is the loaf?", "what does shipping cost?",
+#: "¿cuánto cuesta?"), which only a passage that writes a price answers. Not "how much water goes
+#: in?" (an amount) nor "does it cost extra?" (yes or no).
+_ASKS_COST = re.compile(
+    r"\bhow\s+much\s+(?:is|are|does|do|would|will|for|'s|should|did)\b|\b(?:how\s+much|what)\b.*\bcosts?\b"
+    r"|\bwhat(?:'s|\s+is|\s+are|\s+does|\s+do)?\s+(?:the\s+|your\s+)?(?:price|cost)s?\b|\bprices?\s+(?:of|for)\b"
+    r"|\bcu[aá]nto\s+(?:cuesta|vale|cuestan|valen|sale|cobr\w+)|\bprecios?\s+(?:de|del)\b"
+    r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t", re.I)
 _CLOCK = re.compile(
     r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
     r"|\b(?:at|a\s+las|um|à)\s+(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|una|dos|"
@@ -369,9 +377,15 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
     return _ADDRESS_WORDS.get(primary_subtag(lang) or "en", "address"), asked
 
 
-def asks_clock(question: str) -> bool:
-    """Whether `question` asks for a time of day ("what time does the ferry leave?")."""
-    return bool(_ASKS_CLOCK.search(question))
+#: What a question asks for that an answer must write, and the name of it for a refusal's reason:
+#: a time of day, a price.
+_MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"))
+
+
+def must_carry(question: str) -> list[tuple[str, str]]:
+    """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
+    for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?"."""
+    return [(carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question)]
 
 
 def names_api(text: str) -> bool:

@@ -37,6 +37,7 @@ from app.asks import (
     carries,
     days_spanned,
     evidence_bonus,
+    must_carry,
 )
 from app.prompt import Source
 from app.terminal import typed_commands
@@ -559,6 +560,15 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         measured.update(top)
     score = list(features @ UNIT_WEIGHTS)
     order = sorted(range(len(units)), key=lambda i: -score[i])
+    # "How much is the loaf?", "what time does the ferry leave?": a unit without a price or a time
+    # does not answer, however well its words match. The best one with it leads when it is nearly
+    # as good; a price far down the list is another item's (the answer is then refused).
+    required = [carried for carried, _ in must_carry(question)]
+    if required:
+        answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
+        if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:
+            order.remove(answering)
+            order.insert(0, answering)
     if TRACE is not None:
         TRACE.append(dict(question=question, units=units, score=score, features=features,
                           sources=list(sources), weights=dict(weights)))
