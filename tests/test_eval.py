@@ -333,6 +333,17 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
     check_golden(demo_ctx, "demo", "where/demo-calibration.jsonl", FLOORS["demo_where"])
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("golden, floors", [("hours/demo.jsonl", "demo_hours"),
+                                            ("visitor/demo-calibration.jsonl", "demo_visitor")])
+def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
+    """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
+    near misses about the times of things the site gives none for; and everyday visitor questions
+    (prices, dietary needs, delivery, parking) with their near misses. Both are calibration sets
+    (tests/eval/README.md); the visitor set's false refusal is high and recorded as it is."""
+    check_golden(demo_ctx, "demo", golden, FLOORS[floors])
+
+
 RECIPES = FIXTURES / "jsonld" / "recipe-scrapers"
 
 
