@@ -18,6 +18,8 @@ from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
 from app.visitor_day import VisitorDay, visitor_day
+from app.visitor_words import site_terms_for
+from store.search import words_of
 
 
 class SiteWords(NamedTuple):
@@ -25,13 +27,18 @@ class SiteWords(NamedTuple):
     """What is searched: the question (after the subject a follow-up continues) and the site's words."""
     weighed: str
     """The site's words that weigh like the question's own: holiday dates, the weekend's days, the
-    visitor's day ("December 24 Saturday Sunday Monday")."""
+    visitor's day, what sites write for a visitor's everyday word ("December 24", "Saturday
+    Sunday", "Monday", "gluten-free")."""
     holidays: HolidayDates
     today: VisitorDay
     visiting: frozenset[str]
     """The question's words for a visit at a time of day ("swing", "4:45")."""
     asking_where: str
     """The question's words that ask where the place is ("where are you located")."""
+    everyday: str = ""
+    """What sites write for the question's everyday words ("gluten-free gluten" for "coeliac")."""
+    everyday_own: frozenset[str] = frozenset()
+    """The question's everyday words ("coeliac")."""
 
 
 def in_site_words(question: str, carried: str, page: PageContext | None, lang: str) -> SiteWords:
@@ -47,9 +54,11 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     hours_word, visiting = when_to_visit(question, lang)
     # "Where are you located?" is searched as the site writes an address.
     address, asking_where = where_the_place_is(question, lang)
-    weighed = " ".join(part for part in (holidays.dates, weekend, today.day) if part)
+    # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free").
+    everyday, everyday_own = site_terms_for(question, lang)
+    weighed = " ".join(part for part in (holidays.dates, weekend, today.day, everyday) if part)
     query = " ".join(part for part in (query, weighed, hours_word, address) if part)
-    return SiteWords(query, weighed, holidays, today, visiting, asking_where)
+    return SiteWords(query, weighed, holidays, today, visiting, asking_where, everyday, everyday_own)
 
 
 def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],
@@ -57,13 +66,15 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     """The words a question uses that the site uses too without the index saying so, and the days
     the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
     name where a passage gives its date, "located" where one gives an address, a visit's words where
-    one gives a time, "today", and "Wednesday" where the hours say "Tuesday to Friday" (weighed as
-    a word the site uses, so that the row answers)."""
+    one gives a time, "today", "coeliac" where one writes "gluten-free", and "Wednesday" where the
+    hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers)."""
     top = sources[:3]
     said = " ".join(s.text for s in sources) if words.holidays.names else ""
     located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
     spanned = frozenset().union(*(days_spanned(s.text) for s in top)) if asks_when(question) else frozenset()
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
-    known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting),
+    written = words_of(words.everyday) & words_of(" ".join(s.text for s in top))
+    everyday = words.everyday_own if written else frozenset()
+    known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting), *sorted(everyday),
                       *dated_in(words.holidays, said)]).strip()
     return known, spanned

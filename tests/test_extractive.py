@@ -522,6 +522,20 @@ def test_sample_site_answers_a_visit_at_a_time_with_the_hours(demo_served, quest
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("question, expected", [
+    ("my daughter is coeliac, is there anything at all she can eat from the bakery?", "gluten-free"),
+    ("soy intolerante a la lactosa, ¿con qué leche me podéis hacer el café?", "avena"),
+    ("can I sit inside with my pup while I have my coffee?", "Dogs are welcome"),
+])
+def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
+    """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
+    questions were refused as using words the site never does."""
+    base, tenant, site = demo_served
+    found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert found["meta"]["answered"] is True and expected in found["text"], found["text"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("question", [
     "What time does the post office close on Saturdays?",  # the bakery's Saturday hours answered it
     "What time does the Gull Island ferry leave in the morning?",  # "he skippered the ferry…"

@@ -47,3 +47,23 @@ def test_the_question_s_own_words_are_known_where_a_passage_writes_what_they_sta
     assert "wednesday" in spanned and {"late", "show", "45"} <= set(known.split())
     known, spanned = known_besides_index(in_site_words(question, "", None, "en"), question, [source("No hours.")], "")
     assert not spanned and "late" not in known.split()
+
+
+def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
+    """"My daughter is coeliac" shares no word with "The almond-orange cake is gluten-free": the
+    question was refused as using words the site never does."""
+    from app.visitor_words import site_terms_for
+
+    assert site_terms_for("my daughter is coeliac, is there anything she can eat?", "en") == (
+        "gluten-free gluten", {"coeliac"})
+    assert site_terms_for("mi hija es celiaca, ¿hay algo que pueda comer?", "es")[0] == "sin gluten gluten"
+    assert site_terms_for("soy intolerante a la lactosa, ¿qué leche tenéis?", "es")[0].startswith("avena")
+    assert site_terms_for("my mum uses a wheelchair", "en")[0].startswith("step-free")
+    assert site_terms_for("can I sit inside with my pup?", "en") == ("dogs pets", {"pup"})
+    for question in ("auto reload in uvicorn", "How do I deploy with Docker?", "how do I drive the API from a script?"):
+        assert site_terms_for(question, "en") == ("", frozenset()), question
+    words = in_site_words("my daughter is coeliac, is there anything she can eat?", "", None, "en")
+    assert words.weighed == "gluten-free gluten" and words.query.endswith("gluten-free gluten")
+    cake = source("The almond-orange cake is gluten-free and baked every day.")
+    assert "coeliac" in known_besides_index(words, "my daughter is coeliac…", [cake], "")[0].split()
+    assert "coeliac" not in known_besides_index(words, "my daughter is coeliac…", [HOURS], "")[0].split()

@@ -1,0 +1,51 @@
+"""Everyday words visitors use for what sites write otherwise.
+
+A visitor asks "my daughter is coeliac, is there anything she can eat?", "is there a way in for a
+wheelchair?", "where do I leave the car?"; the sample site writes "gluten-free", "step-free
+entrance", "car park". The answer's units are chosen by the words they share with the question
+(app/extractive.py), so such a question found the site's introduction ("…a café, a bakery…").
+A visitor's word is searched and weighed with the words sites write for it (`site_terms_for`),
+in the question's language; only the ones a site uses count (the weights drop the others).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ingest.lang import primary_subtag
+
+#: (what a visitor writes, what sites write for it by language). Needs that shops, cafés and
+#: venues answer on their pages: a diet, getting in, parking, pets, milk.
+_CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
+    (r"co?eliacs?|c[oe]liac\s+disease|cel[ií]ac[oa]s?|cel[ií]aqu[ií]a|z[öo]liakie|c(?:œ|oe)liaques?|gluten\s+intoleran\w+",
+     {"en": "gluten-free gluten", "es": "sin gluten gluten", "de": "glutenfrei gluten", "fr": "sans gluten gluten"}),
+    (r"lactose|lactosa|laktose|dairy[- ]free|intolerante\s+a\s+la\s+lactosa|sin\s+lactosa|laktosefrei",
+     {"en": "oat almond soy milk dairy", "es": "avena almendra soja leche", "de": "Hafer Mandel Soja Milch",
+      "fr": "avoine amande soja lait"}),
+    (r"wheel\s?chairs?|prams?|strollers?|buggy|buggies|mobility\s+scooters?|crutches|sillas?\s+de\s+ruedas|"
+     r"carritos?|cochecitos?|rollstuhl|rollstühle|kinderwagen|rollator|fauteuils?\s+roulants?|poussettes?",
+     {"en": "step-free accessible lift ramp", "es": "sin escalones accesible ascensor rampa",
+      "de": "barrierefrei stufenlos Aufzug Rampe", "fr": "accessible ascenseur rampe"}),
+    (r"cars?|driving|coche|coches|aparcar|conduciendo|parken|voiture|garer",
+     {"en": "parking car park", "es": "aparcamiento aparcar", "de": "Parkplatz parken", "fr": "parking stationnement"}),
+    (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
+     {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
+)
+_PATTERNS = tuple((re.compile(rf"(?<!\w)(?:{words})(?!\w)", re.I), site) for words, site in _CONCEPTS)
+
+
+@functools.lru_cache(maxsize=1024)
+def site_terms_for(question: str, lang: str) -> tuple[str, frozenset[str]]:
+    """The words sites write for the everyday words of `question` ("coeliac" → "gluten-free
+    gluten"), in `lang` (English for a language without its own), and the question's own words
+    they stand for; ("", frozenset()) when it has none."""
+    language = primary_subtag(lang) or "en"
+    site_terms: list[str] = []
+    own: set[str] = set()
+    for pattern, site in _PATTERNS:
+        found = [m.group(0).lower() for m in pattern.finditer(question)]
+        if found:
+            site_terms.append(site.get(language, site["en"]))
+            own.update(word for text in found for word in re.findall(r"\w+", text))
+    return " ".join(site_terms), frozenset(own)
