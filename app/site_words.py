@@ -39,6 +39,8 @@ class SiteWords(NamedTuple):
     """What sites write for the question's everyday words ("gluten-free gluten" for "coeliac")."""
     everyday_own: frozenset[str] = frozenset()
     """The question's everyday words ("coeliac")."""
+    covered: str = ""
+    """The words the coverage check reads: the query without what was added for everyday words."""
 
 
 def in_site_words(question: str, carried: str, page: PageContext | None, lang: str) -> SiteWords:
@@ -57,8 +59,11 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free").
     everyday, everyday_own = site_terms_for(question, lang)
     weighed = " ".join(part for part in (holidays.dates, weekend, today.day, everyday) if part)
+    # The words added for an everyday word are not the visitor's: the coverage check does not read
+    # them, neither as words the site uses nor as ones it never does ("daña" beside "dañado").
+    covered = " ".join(part for part in (query, holidays.dates, weekend, today.day, hours_word, address) if part)
     query = " ".join(part for part in (query, weighed, hours_word, address) if part)
-    return SiteWords(query, weighed, holidays, today, visiting, asking_where, everyday, everyday_own)
+    return SiteWords(query, weighed, holidays, today, visiting, asking_where, everyday, everyday_own, covered)
 
 
 def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],

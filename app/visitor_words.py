@@ -16,7 +16,8 @@ import re
 from ingest.lang import primary_subtag
 
 #: (what a visitor writes, what sites write for it by language). Needs that shops, cafés and
-#: venues answer on their pages: a diet, getting in, parking, pets, milk.
+#: venues answer on their pages: a diet, milk, getting in, parking, shipping, a damaged order,
+#: pets.
 _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"co?eliacs?|c[oe]liac\s+disease|cel[ií]ac[oa]s?|cel[ií]aqu[ií]a|z[öo]liakie|c(?:œ|oe)liaques?|gluten\s+intoleran\w+",
      {"en": "gluten-free gluten", "es": "sin gluten gluten", "de": "glutenfrei gluten", "fr": "sans gluten gluten"}),
@@ -29,6 +30,14 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
       "de": "barrierefrei stufenlos Aufzug Rampe", "fr": "accessible ascenseur rampe"}),
     (r"cars?|driving|coche|coches|aparcar|conduciendo|parken|voiture|garer",
      {"en": "parking car park", "es": "aparcamiento aparcar", "de": "Parkplatz parken", "fr": "parking stationnement"}),
+    # Getting an order sent: "post" is left out (a blog post, a POST request).
+    (r"mailed|mail\s+(?:it|them|one|me|us)|send\s+(?:it|them|one|me|us)\s+to|mandar(?:me|nos)?|mand[aá]is|"
+     r"enviar(?:me|nos)?|envi[aá]is|versenden|verschicken|schickt\s+ihr|exp[ée]dier|envoy(?:er|ez)",
+     {"en": "ship shipping", "es": "envío envían", "de": "Versand versenden", "fr": "livraison expédition"}),
+    # Not "broken": "a broken release", "a broken link" on documentation.
+    (r"smashed|cracked|shattered|rot[oa]s?|dañad[oa]s?|rajad[oa]s?|kaputt|zerbrochen|"
+     r"besch[äa]digt|cass[ée]e?s?|endommag[ée]e?s?",
+     {"en": "damaged", "es": "dañado daña", "de": "beschädigt", "fr": "endommagé"}),
     (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
      {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
 )

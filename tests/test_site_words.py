@@ -60,10 +60,14 @@ def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
     assert site_terms_for("soy intolerante a la lactosa, ¿qué leche tenéis?", "es")[0].startswith("avena")
     assert site_terms_for("my mum uses a wheelchair", "en")[0].startswith("step-free")
     assert site_terms_for("can I sit inside with my pup?", "en") == ("dogs pets", {"pup"})
-    for question in ("auto reload in uvicorn", "How do I deploy with Docker?", "how do I drive the API from a script?"):
+    assert site_terms_for("¿Cuánto me cobran por enviar un pedido?", "es")[0] == "envío envían"
+    assert site_terms_for("my granola jar showed up smashed", "en")[0] == "damaged"
+    for question in ("auto reload in uvicorn", "How do I deploy with Docker?", "how do I drive the API from a script?",
+                     "i shipped a broken release", "how do I send a request with a body?", "POST a form"):
         assert site_terms_for(question, "en") == ("", frozenset()), question
     words = in_site_words("my daughter is coeliac, is there anything she can eat?", "", None, "en")
     assert words.weighed == "gluten-free gluten" and words.query.endswith("gluten-free gluten")
+    assert "gluten" not in words.covered  # the coverage check reads the visitor's words only
     cake = source("The almond-orange cake is gluten-free and baked every day.")
     assert "coeliac" in known_besides_index(words, "my daughter is coeliac…", [cake], "")[0].split()
     assert "coeliac" not in known_besides_index(words, "my daughter is coeliac…", [HOURS], "")[0].split()
