@@ -560,10 +560,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         measured.update(top)
     score = list(features @ UNIT_WEIGHTS)
     order = sorted(range(len(units)), key=lambda i: -score[i])
-    # "How much is the loaf?", "what time does the ferry leave?": a unit without a price or a time
-    # does not answer, however well its words match. The best one with it leads when it is nearly
-    # as good; a price far down the list is another item's (the answer is then refused).
-    required = [carried for carried, _ in must_carry(question)]
+    # "How much is the loaf?": a unit without a price does not answer, however well its words
+    # match. The best one with a price leads when it is nearly as good; a price far down the list
+    # is another item's (the answer is then refused). Not for a time of day, where a row's day
+    # already leads: promoted, "the pickup shelf from 9 am" answered when the milk is delivered.
+    required = [carried for carried, _ in must_carry(question) if carried == "money"]
     if required:
         answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
         if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:

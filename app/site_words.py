@@ -18,7 +18,7 @@ from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
 from app.visitor_day import VisitorDay, visitor_day
-from app.visitor_words import site_terms_for
+from app.visitor_words import site_terms_for, visitor_place
 from store.search import words_of
 
 
@@ -81,5 +81,5 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     written = words_of(words.everyday) & words_of(" ".join(s.text for s in top))
     everyday = words.everyday_own if written else frozenset()
     known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting), *sorted(everyday),
-                      *dated_in(words.holidays, said)]).strip()
+                      visitor_place(question), *dated_in(words.holidays, said)]).strip()
     return known, spanned

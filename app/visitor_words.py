@@ -28,7 +28,8 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
      r"carritos?|cochecitos?|rollstuhl|rollstühle|kinderwagen|rollator|fauteuils?\s+roulants?|poussettes?",
      {"en": "step-free accessible lift ramp", "es": "sin escalones accesible ascensor rampa",
       "de": "barrierefrei stufenlos Aufzug Rampe", "fr": "accessible ascenseur rampe"}),
-    (r"cars?|driving|coche|coches|aparcar|conduciendo|parken|voiture|garer",
+    # Not "driving": "driving up from Boston, where are you?" asks the address.
+    (r"cars?|coche|coches|aparcar|parken|voiture|garer",
      {"en": "parking car park", "es": "aparcamiento aparcar", "de": "Parkplatz parken", "fr": "parking stationnement"}),
     # Getting an order sent: "post" is left out (a blog post, a POST request).
     (r"mailed|mail\s+(?:it|them|one|me|us)|send\s+(?:it|them|one|me|us)\s+to|mandar(?:me|nos)?|mand[aá]is|"
@@ -58,3 +59,22 @@ def site_terms_for(question: str, lang: str) -> tuple[str, frozenset[str]]:
             site_terms.append(site.get(language, site["en"]))
             own.update(word for text in found for word in re.findall(r"\w+", text))
     return " ".join(site_terms), frozenset(own)
+
+
+#: Where the visitor is or comes from ("I'm in Oregon", "driving in from Bangor", "vivo en México"):
+#: a place the site need not name to answer ("we ship anywhere in the US", "the Harbor Lot").
+_VISITOR_PLACE = re.compile(
+    r"\b(?i:i['’]?m|i\s+am|we['’]?re|we\s+are|i\s+live|we\s+live|to\s+me|to\s+us)\s+(?i:in|at)\s+"
+    r"((?:[A-Z][\w'.-]*\s*){1,3})"
+    r"|\b(?i:driving|coming|travel+ing|flying|heading)\s+(?i:in\s+|up\s+|down\s+|over\s+)?(?i:from)\s+"
+    r"((?:[A-Z][\w'.-]*\s*){1,3})"
+    r"|\b(?i:vivo|vivimos|estoy|estamos)\s+(?i:en)\s+((?:[A-ZÁÉÍÓÚ][\w'.-]*\s*){1,3})"
+    r"|\b(?i:ich\s+wohne|wir\s+wohnen)\s+(?i:in)\s+((?:[A-ZÄÖÜ][\w'.-]*\s*){1,3})")
+
+
+@functools.lru_cache(maxsize=1024)
+def visitor_place(question: str) -> str:
+    """The place the visitor says they are in or come from ("I'm in Oregon" → "Oregon"): the
+    visitor's, not a name the site should know. "" when the question says none."""
+    found = [next(g for g in m.groups() if g).strip() for m in _VISITOR_PLACE.finditer(question)]
+    return " ".join(found)

@@ -71,3 +71,17 @@ def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
     cake = source("The almond-orange cake is gluten-free and baked every day.")
     assert "coeliac" in known_besides_index(words, "my daughter is coeliac…", [cake], "")[0].split()
     assert "coeliac" not in known_besides_index(words, "my daughter is coeliac…", [HOURS], "")[0].split()
+
+
+def test_where_the_visitor_is_is_not_a_name_the_site_should_know():
+    """"I'm in Oregon - can I get your coffee beans mailed to me?" was refused as naming what the
+    site never mentions; the site answers it ("we ship anywhere in the United States")."""
+    from app.visitor_words import visitor_place
+
+    assert visitor_place("I'm in Oregon - can I get your coffee beans mailed to me?") == "Oregon"
+    assert visitor_place("driving in from Bangor, where's the best place to leave the car?") == "Bangor"
+    assert visitor_place("vivo en México, ¿me podéis mandar un paquete de café?") == "México"
+    for question in ("How do I migrate from Flask?", "I am in the Harbor Lot", "deploy to Azure from GitHub"):
+        assert visitor_place(question) == "", question
+    words = in_site_words("I'm in Oregon, do you ship?", "", None, "en")
+    assert "Oregon" in known_besides_index(words, "I'm in Oregon, do you ship?", [HOURS], "")[0]
