@@ -35,11 +35,11 @@ class SiteWords(NamedTuple):
     """The question's words for a visit at a time of day ("swing", "4:45")."""
     asking_where: str
     """The question's words that ask where the place is ("where are you located")."""
-    everyday: str = ""
+    everyday: str
     """What sites write for the question's everyday words ("gluten-free gluten" for "coeliac")."""
-    everyday_own: frozenset[str] = frozenset()
+    everyday_own: frozenset[str]
     """The question's everyday words ("coeliac")."""
-    covered: str = ""
+    covered: str
     """The words the coverage check reads: the query without what was added for everyday words."""
 
 
@@ -72,13 +72,14 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
     name where a passage gives its date, "located" where one gives an address, a visit's words where
     one gives a time, "today", "coeliac" where one writes "gluten-free", and "Wednesday" where the
-    hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers)."""
+    hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers), and
+    where the visitor says they are ("I'm in Oregon")."""
     top = sources[:3]
     said = " ".join(s.text for s in sources) if words.holidays.names else ""
     located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
     spanned = frozenset().union(*(days_spanned(s.text) for s in top)) if asks_when(question) else frozenset()
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
-    written = words_of(words.everyday) & words_of(" ".join(s.text for s in top))
+    written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(" ".join(s.text for s in top)))
     everyday = words.everyday_own if written else frozenset()
     known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting), *sorted(everyday),
                       visitor_place(question), *dated_in(words.holidays, said)]).strip()

@@ -6,6 +6,8 @@ entrance", "car park". The answer's units are chosen by the words they share wit
 (app/extractive.py), so such a question found the site's introduction ("…a café, a bakery…").
 A visitor's word is searched and weighed with the words sites write for it (`site_terms_for`),
 in the question's language; only the ones a site uses count (the weights drop the others).
+Where the visitor says they are ("I'm in Oregon", `visitor_place`) is the visitor's too: not a
+name the site must know.
 """
 
 from __future__ import annotations
