@@ -18,8 +18,8 @@ import re
 from ingest.lang import primary_subtag
 
 #: (what a visitor writes, what sites write for it by language). Needs that shops, cafés and
-#: venues answer on their pages: a diet, milk, getting in, parking, shipping, a damaged order,
-#: pets.
+#: venues answer on their pages: a diet, milk, getting in, parking, delivery, shipping, a
+#: damaged order, pets.
 _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"co?eliacs?|c[oe]liac\s+disease|cel[ií]ac[oa]s?|cel[ií]aqu[ií]a|z[öo]liakie|c(?:œ|oe)liaques?|gluten\s+intoleran\w+",
      {"en": "gluten-free gluten", "es": "sin gluten gluten", "de": "glutenfrei gluten", "fr": "sans gluten gluten"}),
@@ -33,6 +33,10 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     # Not "driving": "driving up from Boston, where are you?" asks the address.
     (r"cars?|coche|coches|aparcar|parken|voiture|garer",
      {"en": "parking car park", "es": "aparcamiento aparcar", "de": "Parkplatz parken", "fr": "parking stationnement"}),
+    # Brought to the door: "bring a cake out to my house", "¿me lo lleváis a casa?".
+    (r"to\s+(?:my|our)\s+(?:house|home|place|door|flat|apartment|office)|drop(?:ped)?\s+off|"
+     r"a\s+domicilio|a\s+(?:mi|nuestra)?\s*casa|llev[aá]is|llevar(?:me|nos)?|nach\s+hause|[àa]\s+domicile",
+     {"en": "delivery deliver", "es": "reparto domicilio", "de": "Lieferung liefern", "fr": "livraison"}),
     # Getting an order sent: "post" is left out (a blog post, a POST request).
     (r"mailed|mail\s+(?:it|them|one|me|us)|send\s+(?:it|them|one|me|us)\s+to|mandar(?:me|nos)?|mand[aá]is|"
      r"enviar(?:me|nos)?|envi[aá]is|versenden|verschicken|schickt\s+ihr|exp[ée]dier|envoy(?:er|ez)",

@@ -62,8 +62,11 @@ def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
     assert site_terms_for("can I sit inside with my pup?", "en") == ("dogs pets", {"pup"})
     assert site_terms_for("¿Cuánto me cobran por enviar un pedido?", "es")[0] == "envío envían"
     assert site_terms_for("my granola jar showed up smashed", "en")[0] == "damaged"
+    assert site_terms_for("what would you charge to bring a cake to my house?", "en")[0] == "delivery deliver"
+    assert site_terms_for("¿me lo lleváis a casa?", "es")[0] == "reparto domicilio"
     for question in ("auto reload in uvicorn", "How do I deploy with Docker?", "how do I drive the API from a script?",
-                     "i shipped a broken release", "how do I send a request with a body?", "POST a form"):
+                     "i shipped a broken release", "how do I send a request with a body?", "POST a form",
+                     "send the response back to my client"):
         assert site_terms_for(question, "en") == ("", frozenset()), question
     words = in_site_words("my daughter is coeliac, is there anything she can eat?", "", None, "en")
     assert words.weighed == "gluten-free gluten" and words.query.endswith("gluten-free gluten")
