@@ -373,7 +373,11 @@ class Answerer:
                 sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
             signals = answerability(confidence, coverage.share, sentence_similarity, lexical,
                                     threshold=settings.min_answerability)
-            refused = "no sentence answers the question" if signals.probability < settings.min_answerability else ""
+            # "Where can I find you?" answered with the street address: the question asks where the
+            # place itself is (app/asks.py), which an address answers whatever the similarities say.
+            addressed = bool(words.asking_where) and carries(selection.lead, "address")
+            refused = ("no sentence answers the question"
+                       if signals.probability < settings.min_answerability and not addressed else "")
         if refused:  # a refused answer reports a confidence below the tenant's threshold
             confidence = min(confidence, settings.min_confidence * 0.99)
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])
