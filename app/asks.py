@@ -194,8 +194,8 @@ def asks_yes_or_no(question: str) -> bool:
     return not _ASKS_OPEN.search(question)
 
 
-class Asks(msgspec.Struct):
-    """What one question asks for."""
+class Asks(msgspec.Struct, frozen=True):
+    """What one question asks for (shared: `asks_of` remembers it)."""
 
     price: bool
     time: bool
@@ -208,9 +208,11 @@ class Asks(msgspec.Struct):
     location: bool = False
 
 
+@functools.lru_cache(maxsize=1024)
 def asks_of(question: str) -> Asks:
     """What `question` asks for. An imperative ("serve static files", "statische Dateien ausliefern") asks how
-    to do it."""
+    to do it. Remembered: one answer asks it of the same question four times (the holiday dates, the
+    weekend, the days a range spans, the units)."""
     howto = (bool(_ASKS_HOWTO.search(question) or _OPENS_WITH_HOW.match(question))
              or not (_QUESTION_WORD.match(question) or "?" in question))
     return Asks(price=bool(_ASKS_PRICE.search(question)),
@@ -382,10 +384,11 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"))
 
 
-def must_carry(question: str) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=1024)
+def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
     for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?"."""
-    return [(carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question)]
+    return tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
 
 
 def names_api(text: str) -> bool:
@@ -406,7 +409,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # "Monday: Closed" answers "are you open on Monday?" as a time would.
     "time": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text)),
     "date": lambda text: bool(_DATE.search(text)),
-    "clock": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text) or _CLOCK.search(text)),
+    "clock": lambda text: carries(text, "time") or bool(_CLOCK.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),

@@ -331,13 +331,13 @@ def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one
 
     for question in ("What time does the Gull Island ferry leave?", "how late are you open on fridays?",
                      "¿A qué hora salen los paquetes?", "opening hours of the mill?"):
-        assert must_carry(question) == [("clock", "time of day")], question
+        assert must_carry(question) == (("clock", "time of day"),), question
     for question in ("how much is the gluten-free loaf?", "What does shipping cost?", "¿Cuánto cuesta el envío?",
                      "what's the price of a latte", "Was kostet ein Brot?", "how much would a 10-inch cake be?"):
-        assert must_carry(question) == [("money", "price")], question
+        assert must_carry(question) == (("money", "price"),), question
     for question in ("When is the author evening?", "How long does the loaf keep?", "Do you open on Sundays?",
                      "How much water goes into the stew?", "does it cost extra for oat milk?"):
-        assert must_carry(question) == [], question
+        assert must_carry(question) == (), question
     for text in ("Tuesday to Friday: 7:30 am – 5:00 pm", "Monday: Closed", "served from noon", "we meet at 10 sharp",
                  "De martes a viernes: 7:30 – 17:00", "a las 8 en punto", "sale del horno a las siete de la mañana"):
         assert carries(text, "clock"), text
@@ -495,27 +495,18 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
     ("What time do you close on Thursday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("When do you open on Wednesday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("Do you open on Sundays?", "Sunday: 8:00 am – 3:00 pm"),
-])
-def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row):
-    """The contact page's hours table has no header row ("Monday | Closed" was read as one) and
-    gives Tuesday to Friday as one row: Monday was answered with an event on a Monday, Thursday
-    with the delivery days, and Wednesday, which no page names, was refused."""
-    base, tenant, site = demo_served
-    found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
-    assert found["meta"]["answered"] is True and found["text"].startswith(row), found["text"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("question, row", [
     ("can I swing by thursday afternoon around 4?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("Is it too late to show up at 4:45 on a Wednesday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("how early do you open on weekends", "Saturday: 8:00 am – 6:00 pm"),
     ("Are you open on the 26th of December?", "We are closed on December 25, December 26"),
 ])
-def test_sample_site_answers_a_visit_at_a_time_with_the_hours(demo_served, question, row):
-    """A visit proposed at a time of day ("swing by", "show up", "4:45"), the weekend, a date
-    the question writes itself: refused as words the site never uses, or answered with an event's
-    time or the Christmas Eve hours."""
+def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row):
+    """The contact page's hours table has no header row ("Monday | Closed" was read as one) and
+    gives Tuesday to Friday as one row: Monday was answered with an event on a Monday, Thursday
+    with the delivery days, and Wednesday, which no page names, was refused. A visit proposed at
+    a time of day ("swing by", "show up", "4:45"), the weekend and a date the question writes
+    itself were refused as words the site never uses, or answered with an event's time or the
+    Christmas Eve hours."""
     base, tenant, site = demo_served
     found = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
     assert found["meta"]["answered"] is True and found["text"].startswith(row), found["text"]
