@@ -30,7 +30,7 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import carries, must_carry
+from app.asks import NOT_A_SUBJECT, carries, must_carry
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -337,7 +337,8 @@ class Answerer:
         # gives an address, "Wednesday" where the hours say "Tuesday to Friday"…
         known, spanned = known_besides_index(words, question, sources, page_text)
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
-        coverage = coverage_from_counts(words.covered, counts, coverage_threshold(stats.chunks), also_known=known)
+        coverage = coverage_from_counts(words.covered, counts, coverage_threshold(stats.chunks), also_known=known,
+                                        not_counted=NOT_A_SUBJECT)
         strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
         weights = term_weights(f"{question} {words.weighed}".rstrip(), counts, stats.chunks, carried=carried)

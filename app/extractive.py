@@ -236,7 +236,10 @@ def row_text(header: Sequence[str], cells: Sequence[str]) -> str:
 
 #: A list item in words ("- Added a document on migrating uploads. (PR #339)"): prose, though a
 #: parenthesis in it looks like code to _CODE_LINE.
-_PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d_]+\s+\S")
+_PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d_]+\s+\S"
+                         # Words only, perhaps a spaced aside: "- Markdown (GitHub Flavored Markdown by
+                         # default, or CommonMark)", "- Python 2.7.13 (distutils update)", "- plain text".
+                         r"|^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$")
 
 
 def is_code(block: str) -> bool:
@@ -603,6 +606,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
             continue  # the same words again (an FAQ answer is also on its page as prose)
         on_subject = bool(subject & stems(candidate.text))
+        if introduced and _LIST_MARK.match(candidate.text):
+            # "Formats supported by PyPI's README renderer are:" brings its whole list, not one item.
+            units.append(_list_from(units, index_of, candidate, MAX_ANSWER_CHARS - used))
+            score.append(score[neighbour])
+            neighbour = len(units) - 1
         if introduced or continues or (on_subject and score[lead] - score[neighbour] <= NEIGHBOUR_MARGIN):
             chosen.append(neighbour)
             used += len(units[neighbour].text)
@@ -654,6 +662,22 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      lead=model_text(lead_unit, LEAD_CHARS), lead_score=float(score[lead]),
                      lead_features=dict(zip(FEATURES, map(float, features[lead]), strict=True)),
                      missing_subject=missing)
+
+
+def _list_from(units: Sequence[Unit], index_of: Mapping[tuple[int, int], int], first: Unit, room: int) -> Unit:
+    """`first`, a list's item, with the items of its list that follow it, as far as `room` allows."""
+    items = [first.text]
+    length = len(first.text)
+    position = first.position + 1
+    while (following := index_of.get((first.source, position))) is not None:
+        item = units[following]
+        if (item.block // 1000 != first.block // 1000 or not _LIST_MARK.match(item.text)
+                or length + len(item.text) + 1 > room):
+            break
+        items.append(item.text)
+        length += len(item.text) + 1
+        position += 1
+    return msgspec.structs.replace(first, text="\n".join(items))
 
 
 def model_text(unit: Unit, limit: int = 400) -> str:

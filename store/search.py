@@ -209,9 +209,11 @@ def term_coverage(conn: apsw.Connection, text: str, min_chunks: int | None = Non
     return TermCoverage(terms=terms, unknown=unknown, share=share)
 
 
-def coverage_from_counts(text: str, counts: dict[str, int], min_chunks: int, also_known: str = "") -> TermCoverage:
-    """`term_coverage` from document counts already at hand (`document_counts`): no lookups."""
-    terms = content_terms(text)
+def coverage_from_counts(text: str, counts: dict[str, int], min_chunks: int, also_known: str = "",
+                         not_counted: frozenset[str] = frozenset()) -> TermCoverage:
+    """`term_coverage` from document counts already at hand (`document_counts`): no lookups.
+    `not_counted`: words that say nothing of what the question is about ("much", "quiero")."""
+    terms = [t for t in content_terms(text) if t not in not_counted]
     extra = words_of(also_known)
     unknown = [t for t in terms if t not in extra and counts.get(t, 0) < max(1, min_chunks)]
     share = 1.0 - len(unknown) / len(terms) if terms else 1.0

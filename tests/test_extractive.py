@@ -517,6 +517,9 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     ("my daughter is coeliac, is there anything at all she can eat from the bakery?", "gluten-free"),
     ("soy intolerante a la lactosa, ¿con qué leche me podéis hacer el café?", "avena"),
     ("can I sit inside with my pup while I have my coffee?", "Dogs are welcome"),
+    # "quiero", "cuánto", "podéis" say nothing of the subject: the coverage check no longer counts them.
+    ("quiero saber cuánto tarda en llegar el paquete", "de tres a cinco días"),
+    ("¿me podéis decir cuánto cuesta el envío?", "$7.50"),
 ])
 def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
     """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
@@ -583,8 +586,30 @@ def test_a_list_of_words_is_prose_not_code():
                        "  - Installing packages using virtualenv")
     assert not is_code("- Image: Basic Guacamole\n  No Bake Basic Guacamole\n- Image: Tuscan Bean Soup\n"
                        "  Pressure Cooker Tuscan Bean Soup")  # pictures of other recipes, with their captions
+    # Items with an aside in parentheses, or a version number: still words.
+    assert not is_code("- plain text\n- reStructuredText (without Sphinx extensions)\n"
+                       "- Markdown (GitHub Flavored Markdown by default, or CommonMark)")
+    assert not is_code("- twine 1.8.0\n- setuptools 27.0.0\n- Python 2.7.13 (distutils update)")
     assert is_code("pip install foo\npython -m build\ntwine upload dist/*")
     assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
+    assert is_code("steps:\n  - uses: actions/checkout@v4\n  - name: Set up Python")  # YAML's lists
+    assert is_code("- foo(1)\n- bar(x=2)")  # calls, not words
+
+
+def test_a_sentence_that_introduces_a_list_is_quoted_with_the_whole_list():
+    """"…README renderer are:" then three items: the answer is the list, not its first item alone."""
+    readme = source(1, "For your README to display properly on PyPI, choose a markup language supported by "
+                       "PyPI. Formats supported by PyPI's README renderer are:\n\n- plain text\n"
+                       "- reStructuredText (without Sphinx extensions)\n"
+                       "- Markdown (GitHub Flavored Markdown by default, or CommonMark)\n\n"
+                       "It's customary to save your README file in the root of your project.",
+                    title="Making a PyPI-friendly README")
+    question = "which formats does the README renderer support?"
+    counts = {"formats": 2, "readme": 6, "renderer": 2, "support": 9}
+    text = " ".join(q.text for q in select(question, [readme], term_weights(question, counts, 100)).quotes)
+    assert "Formats supported by PyPI's README renderer are:" in text
+    assert "- plain text\n- reStructuredText (without Sphinx extensions)\n- Markdown (GitHub" in text
+    assert "customary" not in text
 
 
 def test_a_terminal_session_counts_by_the_commands_typed_not_by_what_they_print():

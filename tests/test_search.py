@@ -16,6 +16,7 @@ from store.search import (
     Filters,
     bm25_candidates,
     compact_text_index,
+    coverage_from_counts,
     coverage_threshold,
     document_counts,
     fts_query,
@@ -317,6 +318,15 @@ def test_term_coverage_counts_the_words_the_site_uses(small_tenants):
     assert term_coverage(conn, "brake pads", also_known="Our brake pads page").share == 1.0
     assert term_coverage(conn, "what is it").share == 1.0
     assert term_coverage(conn, "").share == 1.0 and term_coverage(conn, '"*"()').terms == []
+
+
+def test_words_not_counted_leave_the_coverage_share():
+    counts = {"quiero": 0, "cuánto": 0, "tarda": 0, "llegar": 4, "paquete": 6}
+    counted = coverage_from_counts("quiero saber cuánto tarda en llegar el paquete", counts, 1)
+    assert counted.unknown == ["quiero", "saber", "cuánto", "tarda"] and counted.share == pytest.approx(1 / 3)
+    spared = coverage_from_counts("quiero saber cuánto tarda en llegar el paquete", counts, 1,
+                                  not_counted=frozenset({"quiero", "cuánto"}))
+    assert spared.terms == ["saber", "tarda", "llegar", "paquete"] and spared.share == 0.5
 
 
 def test_coverage_threshold_grows_with_the_site_and_is_capped():
