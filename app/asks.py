@@ -61,7 +61,7 @@ _ASKS_CLOCK = re.compile(
 _ASKS_COST = re.compile(
     r"\bhow\s+much\s+(?:is|are|does|do|would|will|for|'s|should|did)\b|\b(?:how\s+much|what)\b.*\bcosts?\b"
     r"|\bwhat(?:'s|\s+is|\s+are|\s+does|\s+do)?\s+(?:the\s+|your\s+)?(?:price|cost)s?\b|\bprices?\s+(?:of|for)\b"
-    r"|\bcu[aá]nto\s+(?:cuesta|vale|cuestan|valen|sale|cobr\w+)|\bprecios?\s+(?:de|del)\b"
+    r"|\bcu[aá]nto\s+(?:(?:me|nos|te|le|les)\s+)?(?:cuesta|vale|cuestan|valen|sale|cobr\w+)|\bprecios?\s+(?:de|del)\b"
     r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t", re.I)
 _CLOCK = re.compile(
     r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"

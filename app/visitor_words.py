@@ -19,7 +19,7 @@ from ingest.lang import primary_subtag
 
 #: (what a visitor writes, what sites write for it by language). Needs that shops, cafés and
 #: venues answer on their pages: a diet, milk, getting in, parking, delivery, shipping, a
-#: damaged order, pets.
+#: damaged order, a gift voucher, pets.
 _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"co?eliacs?|c[oe]liac\s+disease|cel[ií]ac[oa]s?|cel[ií]aqu[ií]a|z[öo]liakie|c(?:œ|oe)liaques?|gluten\s+intoleran\w+",
      {"en": "gluten-free gluten", "es": "sin gluten gluten", "de": "glutenfrei gluten", "fr": "sans gluten gluten"}),
@@ -45,6 +45,11 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"smashed|cracked|shattered|rot[oa]s?|dañad[oa]s?|rajad[oa]s?|kaputt|zerbrochen|"
      r"besch[äa]digt|cass[ée]e?s?|endommag[ée]e?s?",
      {"en": "damaged", "es": "dañado daña", "de": "beschädigt", "fr": "endommagé"}),
+    # "Vale" alone is Spanish for "okay".
+    (r"vouchers?|gift\s+certificates?|vales?\s+(?:de\s+)?regalo|gutscheine?|bons?\s+(?:d['’])?cadeaux?|"
+     r"ch[èe]ques?[\s-]cadeaux?",
+     {"en": "gift card gift cards", "es": "tarjeta regalo tarjetas regalo", "de": "Geschenkkarte Gutschein",
+      "fr": "carte cadeau"}),
     (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
      {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
 )

@@ -333,7 +333,8 @@ def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one
                      "¿A qué hora salen los paquetes?", "opening hours of the mill?"):
         assert must_carry(question) == (("clock", "time of day"),), question
     for question in ("how much is the gluten-free loaf?", "What does shipping cost?", "¿Cuánto cuesta el envío?",
-                     "what's the price of a latte", "Was kostet ein Brot?", "how much would a 10-inch cake be?"):
+                     "what's the price of a latte", "Was kostet ein Brot?", "how much would a 10-inch cake be?",
+                     "¿cuánto me cuesta el envío?"):
         assert must_carry(question) == (("money", "price"),), question
     for question in ("When is the author evening?", "How long does the loaf keep?", "Do you open on Sundays?",
                      "How much water goes into the stew?", "does it cost extra for oat milk?"):
@@ -520,6 +521,7 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     # "quiero", "cuánto", "podéis" say nothing of the subject: the coverage check no longer counts them.
     ("quiero saber cuánto tarda en llegar el paquete", "de tres a cinco días"),
     ("¿me podéis decir cuánto cuesta el envío?", "$7.50"),
+    ("what's the least I can put on a voucher for a friend?", "$10"),  # the site writes "gift cards"
 ])
 def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
     """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
