@@ -67,17 +67,20 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
 
 
 def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],
-                        page_text: str) -> tuple[str, frozenset[str]]:
+                        page_text: str, pages: Sequence[str] = ()) -> tuple[str, frozenset[str]]:
     """The words a question uses that the site uses too without the index saying so, and the days
     the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
     name where a passage gives its date, "located" where one gives an address, a visit's words where
     one gives a time, "today", "coeliac" where one writes "gluten-free", and "Wednesday" where the
     hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers), and
-    where the visitor says they are ("I'm in Oregon")."""
+    where the visitor says they are ("I'm in Oregon"). `pages`: the whole pages of the top sources,
+    whose hours table may be another passage than the one retrieved ("…abrimos de 8:00 a 13:00" for
+    "¿a qué hora abrís el miércoles?", beside "De martes a viernes: 7:30 – 17:00")."""
     top = sources[:3]
     said = " ".join(s.text for s in sources) if words.holidays.names else ""
     located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
-    spanned = frozenset().union(*(days_spanned(s.text) for s in top)) if asks_when(question) else frozenset()
+    spanned = (frozenset().union(*(days_spanned(text) for text in [*(s.text for s in top), *pages]))
+               if asks_when(question) else frozenset())
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
     written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(" ".join(s.text for s in top)))
     everyday = words.everyday_own if written else frozenset()

@@ -500,6 +500,9 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
     ("Is it too late to show up at 4:45 on a Wednesday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("how early do you open on weekends", "Saturday: 8:00 am – 6:00 pm"),
     ("Are you open on the 26th of December?", "We are closed on December 25, December 26"),
+    # The Spanish contact page's retrieved passage was the holiday hours; its table is another.
+    ("¿a qué hora abrís entre semana? quería pasar a desayunar un miércoles temprano",
+     "De martes a viernes: 7:30 – 17:00"),
 ])
 def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row):
     """The contact page's hours table has no header row ("Monday | Closed" was read as one) and
