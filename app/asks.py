@@ -291,6 +291,9 @@ _ASKED_DAY = re.compile(
     re.I)
 #: The weekend, which an hours table writes as its two days.
 _WEEKEND = re.compile(r"\b(?:week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b", re.I)
+_WORKING_WEEK = re.compile(
+    r"\b(?:week-?days?|during\s+the\s+week|entre\s*semana|d[ií]as\s+(?:laborables|de\s+diario)|"
+    r"unter\s+der\s+woche|werktags?|wochentags?|en\s+semaine)\b", re.I)
 #: When in the day a visitor means to come: a clock time ("4:45", "around 4", "til 7", "a las
 #: seis", "half three"), a part of the day ("afternoon", "por la tarde"), or how late or early.
 _TIME_OF_DAY = re.compile(
@@ -344,13 +347,16 @@ def when_to_visit(question: str, lang: str) -> tuple[str, frozenset[str]]:
     return _HOURS_WORDS.get(primary_subtag(lang) or "en", "opening hours"), visiting
 
 
-def weekend_days(question: str, lang: str) -> str:
-    """Saturday and Sunday as `lang` writes them when the question asks about the weekend ("how
-    early do you open on weekends?"), which an hours table writes a row each; "" otherwise."""
-    if not _WEEKEND.search(question):
-        return ""
+def period_days(question: str, lang: str) -> str:
+    """The days of the weekend or of the working week, as `lang` writes them, when the question asks
+    about one ("how early do you open on weekends?", "¿a qué hora abrís entre semana?"), which an
+    hours table writes a row each (or a range); "" otherwise."""
     week = _WEEKS[{"es": 1, "de": 2, "fr": 3}.get(primary_subtag(lang) or "en", 0)]
-    return f"{week[5]} {week[6]}"
+    if _WEEKEND.search(question):
+        return f"{week[5]} {week[6]}"
+    if _WORKING_WEEK.search(question):
+        return " ".join(week[:5])
+    return ""
 
 
 @functools.lru_cache(maxsize=1024)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from app.asks import carries, days_spanned, weekend_days, when_to_visit, where_the_place_is
+from app.asks import carries, days_spanned, period_days, when_to_visit, where_the_place_is
 from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
@@ -50,18 +50,18 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     holidays = holiday_dates(query, lang)
     # "Are you open today?" is searched as the visitor's day ("Monday"): no page names "today".
     today = visitor_day(question, page, lang)
-    # "Open on weekends?" is searched as an hours table writes the weekend: a row a day.
-    weekend = weekend_days(question, lang) if asks_when(question) else ""
+    # "Open on weekends?", "…entre semana?": searched as an hours table writes those days, a row a day.
+    period = period_days(question, lang) if asks_when(question) else ""
     # "Can I swing by Thursday around 4?" is searched as the site heads its hours.
     hours_word, visiting = when_to_visit(question, lang)
     # "Where are you located?" is searched as the site writes an address.
     address, asking_where = where_the_place_is(question, lang)
     # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free").
     everyday, everyday_own = site_terms_for(question, lang)
-    weighed = " ".join(part for part in (holidays.dates, weekend, today.day, everyday) if part)
+    weighed = " ".join(part for part in (holidays.dates, period, today.day, everyday) if part)
     # The words added for an everyday word are not the visitor's: the coverage check does not read
     # them, neither as words the site uses nor as ones it never does ("daña" beside "dañado").
-    covered = " ".join(part for part in (query, holidays.dates, weekend, today.day, hours_word, address) if part)
+    covered = " ".join(part for part in (query, holidays.dates, period, today.day, hours_word, address) if part)
     query = " ".join(part for part in (query, weighed, hours_word, address) if part)
     return SiteWords(query, weighed, holidays, today, visiting, asking_where, everyday, everyday_own, covered)
 

@@ -317,13 +317,16 @@ def test_a_visit_proposed_at_a_time_on_a_day_asks_the_hours():
         assert when_to_visit(question, "en") == ("", frozenset())
 
 
-def test_the_weekend_is_searched_as_its_two_days():
-    from app.asks import weekend_days
+def test_the_weekend_and_the_working_week_are_searched_as_their_days():
+    from app.asks import period_days
 
-    assert weekend_days("how early do you open on weekends", "en") == "saturday sunday"
-    assert weekend_days("¿abrís el fin de semana?", "es") == "sábado domingo"
-    assert weekend_days("Habt ihr am Wochenende offen?", "de") == "samstag sonntag"
-    assert weekend_days("do you open on Saturdays?", "en") == ""
+    assert period_days("how early do you open on weekends", "en") == "saturday sunday"
+    assert period_days("¿abrís el fin de semana?", "es") == "sábado domingo"
+    assert period_days("Habt ihr am Wochenende offen?", "de") == "samstag sonntag"
+    assert period_days("what time do you open on weekdays?", "en") == "monday tuesday wednesday thursday friday"
+    assert period_days("¿a qué hora abrís entre semana?", "es") == "lunes martes miércoles jueves viernes"
+    assert period_days("Wann öffnet ihr unter der Woche?", "de").startswith("montag dienstag")
+    assert period_days("do you open on Saturdays?", "en") == ""
 
 
 def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one():
@@ -499,6 +502,7 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
     ("can I swing by thursday afternoon around 4?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("Is it too late to show up at 4:45 on a Wednesday?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("how early do you open on weekends", "Saturday: 8:00 am – 6:00 pm"),
+    ("what time do you open during the week?", "Tuesday to Friday: 7:30 am – 5:00 pm"),
     ("Are you open on the 26th of December?", "We are closed on December 25, December 26"),
     # The Spanish contact page's retrieved passage was the holiday hours; its table is another.
     ("¿a qué hora abrís entre semana? quería pasar a desayunar un miércoles temprano",
