@@ -238,8 +238,9 @@ def row_text(header: Sequence[str], cells: Sequence[str]) -> str:
 #: parenthesis in it looks like code to _CODE_LINE.
 _PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d_]+\s+\S"
                          # Words only, perhaps a spaced aside: "- Markdown (GitHub Flavored Markdown by
-                         # default, or CommonMark)", "- Python 2.7.13 (distutils update)", "- plain text".
-                         r"|^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$")
+                         # default, or CommonMark)", "- Python 2.7.13 (distutils update)", "- plain text";
+                         # not indented ("    - black" under "package black 24.2.0" in a terminal).
+                         r"|^(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$")
 
 
 def is_code(block: str) -> bool:
