@@ -225,7 +225,8 @@ def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout")])
+@pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout"),
+                                            ("shared-word/pypug-calibration.jsonl", "shared_word_pypug")])
 def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
     check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
 
@@ -240,7 +241,8 @@ def fastapi_ctx(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout")])
+@pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout"),
+                                            ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi")])
 def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
 
@@ -335,7 +337,8 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("hours/demo.jsonl", "demo_hours"),
-                                            ("visitor/demo-calibration.jsonl", "demo_visitor")])
+                                            ("visitor/demo-calibration.jsonl", "demo_visitor"),
+                                            ("shared-word/demo-calibration.jsonl", "shared_word_demo")])
 def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
     """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
     near misses about the times of things the site gives none for; and everyday visitor questions
@@ -365,6 +368,12 @@ def test_recipe_site_golden_set_stays_above_its_floors_and_never_quotes_a_reader
     quoting_readers = [a for a in answers if re.search(r"\bReply\b|\bsays\b|\d{4} at \d{1,2}:\d{2}", a)]
     assert not quoting_readers, quoting_readers
     assert not [a for a in answers if "Image:" in a]
+
+
+@pytest.mark.slow
+def test_recipe_site_off_topic_questions_that_share_a_word_stay_above_their_floors(recipes_ctx):
+    """"salsa dance classes", "clear the cookies in safari": a recipe site's words in another sense."""
+    check_golden(recipes_ctx, "recipes", "shared-word/recipes-calibration.jsonl", FLOORS["shared_word_recipes"])
 
 
 @pytest.mark.slow
