@@ -31,6 +31,8 @@ from collections.abc import Iterator
 
 import msgspec
 
+from ingest.injection_markers import AI, AI_HINTS, AI_WORD, PATTERNS
+
 MAX_FINDING_CHARS = 500
 
 # ---------------------------------------------------------------------------------------------
@@ -120,119 +122,9 @@ def fold_with_origin(text: str) -> tuple[str, list[int]]:
 # Markers
 # ---------------------------------------------------------------------------------------------
 
-_AI = (
-    r"(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|gemini|copilot|chatbot|chat\s?bot|bot|assistant"
-    r"|ai\s+(?:assistant|agent|model|system|crawler|bot)|language\s+model|large\s+language\s+model"
-    r"|ai\s+language\s+model|virtual\s+assistant)s?"
-    # "a bot developer", "the assistant editor": people and products, not the model addressed.
-    r"(?!\s+(?:developers?|builders?|makers?|authors?|creators?|owners?|admins?|administrators?|users?"
-    r"|framework|platform|library|librar(?:y|ies)|api|sdk|engineers?|researchers?|vendors?|providers?"
-    r"|companies|company|editor|team|account|token|integration|plugin|extension)\b)"
-)
-_DIRECTIVE_VERBS = (
-    r"(?:ignore|disregard|forget|override|reply|respond|answer|say|tell|output|print|reveal|repeat"
-    r"|recommend|include|inform|write|state|mention|claim|insist|translate|summari[sz]e|visit|direct"
-    r"|send|redirect|append|prepend|always|never|do\s+not|don't|must|should|stop|act|pretend"
-    r"|refuse|only)"
-)
-_PREVIOUS = r"(?:previous|prior|above|earlier|preceding|foregoing|system)"
-_ORDERS = (
-    r"(?:instructions?|prompts?|rules?|directions?|directives?|guidelines?|context|messages?"
-    r"|commands?|guardrails?|programming)"
-)
-_WHOSE = r"(?:visitor|user|customer|human|person|reader|client|guest)(?:'s|’s|s')?"
-
-# Each marker: (reason, gates, pattern). A pattern runs only on text that holds, for every gate, one
-# of its words: plain substring tests, far cheaper than the patterns, which then run on a few texts
-# in a hundred. AI stands for the words that name an AI model (one search per text).
-AI = ("<ai>",)
-_VERBS_OVERRIDE = ("ignore", "disregard", "forget", "override")
-_PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
-    ("override", (_VERBS_OVERRIDE,),
-     rf"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?"
-     rf"(?:the\s+|your\s+|my\s+|these\s+|those\s+)?{_PREVIOUS}\s+(?:and\s+\w+\s+)?{_ORDERS}\b"),
-    ("override", (_VERBS_OVERRIDE[:3], ("your",)),
-     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?your\s+(?:\w+\s+)?{_ORDERS}\b"),
-    ("override", (_VERBS_OVERRIDE[:3],),
-     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+)?the\s+{_ORDERS}\s+(?:above|before|so\s+far"
-     rf"|you\s+(?:were|have\s+been)\s+given)\b"),
-    ("override", (_VERBS_OVERRIDE[:3],),
-     r"\b(?:ignore|disregard|forget)\s+all\s+(?:instructions|prompts|rules)\b"),
-    ("override", (("ignore", "disregard", "answer"),),
-     rf"\b(?:ignore|disregard|do\s+not\s+answer|don't\s+answer)\s+(?:the\s+|this\s+|their\s+|your\s+|any\s+)?"
-     rf"{_WHOSE}\s+(?:question|request|query|message|input|prompt)s?\b"),
-    ("override", (("ignore", "disregard"), ("question",)),
-     r"\b(?:ignore|disregard)\s+(?:the|this|their)\s+question\s*(?:and|,)\s+(?:instead\s+)?"
-     r"(?:reply|respond|say|answer|tell|write|output)\b"),
-    ("override", (("follow", "obey"), ("your",)),
-     rf"\b(?:do\s+not|don't|never)\s+(?:follow|obey)\s+your\s+(?:{_PREVIOUS}\s+)?{_ORDERS}\b"),
-    ("override", (("system",), ("instruction", "prompt")),
-     r"\b(?:new|updated|real|actual|true|secret|hidden)\s+system\s+(?:instructions?|prompt)\b"),
-    ("override", (("instruction",),),
-     r"(?:^|(?<=[\n.!?]))\s*(?:real|actual|true|secret|hidden)\s+instructions?\s*[:\-]"),
-    ("role_change", (("you",), ("now", "longer")),
-     rf"\byou\s+are\s+(?:now|no\s+longer)\s+(?:an?\s+|the\s+)?(?:[\w'-]+,?\s+(?:an?\s+|the\s+)?){{0,3}}?"
-     rf"(?:{_AI}|dan|persona|jailbroken|unrestricted|unfiltered)\b"),
-    ("role_change", (("now",), ("you",)),
-     rf"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+be|will\s+act\s+as|must\s+act\s+as)\s+"
-     rf"(?:an?\s+|the\s+)?(?:\w+\s+)?(?:{_AI}|persona|character)\b"),
-    ("role_change", (("now",), ("you",)),
-     r"\bfrom\s+now\s+on,?\s+(?:you|your\s+(?:answers|replies|responses))\s+(?:must|will|should|shall)"
-     r"\s+(?:always|only|never)\s+(?:reply|respond|answer|say|tell|write)\b"),
-    ("role_change", (("jailbreak", "dan ", "dan\n", "dan\t"),), r"\b(?:dan|jailbreak)\s+mode\b"),
-    ("role_change", (("anything",),), r"\bdo\s+anything\s+now\b"),
-    ("role_change", (AI, ("act", "behave", "respond")),
-     rf"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)\s+)?(?:an?\s+)?"
-     rf"(?:unrestricted|unfiltered|jailbroken|different|new|evil)\s+(?:{_AI}|model|persona)\b"),
-    ("addressed_to_ai", (AI, ("you",)),
-     rf"\bif\s+you\s+are\s+(?:an?\s+|the\s+)?(?:\w+\s+)?{_AI}\b"),
-    ("addressed_to_ai", (AI, ("note", "memo", "notice", "hint", "psa", "attention")),
-     rf"\b(?:note|memo|notice|hint|psa|attention)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+|every\s+)?(?:\w+\s+)?{_AI}\b"),
-    ("addressed_to_ai", (AI, ("message", "instruction")),
-     rf"\b(?:message|instructions?)\s+(?:to|for)\s+(?:any|all|every)\s+(?:\w+\s+)?{_AI}\b"),
-    ("addressed_to_ai", (AI, ("attention", "dear", "hey", "hello", "hi", "listen")),
-     rf"\b(?:attention|dear|hey|hello|hi|listen\s+up|listen),?\s+(?:all\s+|any\s+)?(?:\w+\s+)?{_AI}\b"),
-    ("addressed_to_ai", (AI, (",", ":")),
-     rf"(?:^|(?<=[\n.!?:;(\[\"“—]))\s*(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{_AI}"
-     rf"(?:\s+(?:reading|processing|summari[sz]ing|answering)\s+(?:this|these)[\w\s]*?)?\s*[,:]\s*"
-     rf"(?:please\s+|you\s+)?{_DIRECTIVE_VERBS}\b"),
-    ("addressed_to_ai", (AI, ("you",)),
-     rf"\bas\s+an?\s+{_AI},?\s+you\s+(?:must|should|will|shall|have\s+to|need\s+to)\b"),
-    ("prompt_leak", (("your",), ("prompt", "instruction")),
-     r"\b(?:reveal|print|show|repeat|output|leak|disclose|display|dump|tell\s+me)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?"
-     r"your\s+(?:(?:system|initial|hidden|original|secret)\s+(?:prompt|instructions)|instructions)\b"),
-    ("fake_role_tag", (("<",),),
-     r"<\s*/?\s*(?:system|assistant|user|instructions?|sys|inst|im_start|im_end)\s*>"),
-    ("fake_role_tag", (("<|",),), r"<\|\s*[a-z_]{2,30}\s*\|>"),
-    ("fake_role_tag", (("[",), ("inst",)), r"\[/?\s*inst\s*\]"),
-    ("fake_role_tag", (("<<",),), r"<</?\s*sys\s*>>"),
-    ("fake_role_tag", (("##",), ("system", "instruction", "assistant", "response")),
-     r"(?:^|\n)[ \t]*#{2,6}[ \t]*(?:system|instruction|instructions|assistant|response)[ \t]*:"),
-    ("fake_role_tag", (("assistant",),), r"(?:^|\n)[ \t]*assistant[ \t]*:[ \t]*\S"),
-    ("fake_role_tag", (("system",),),
-     r"(?:^|\n)[ \t]*system[ \t]*:[ \t]*(?:you\b|ignore|disregard|forget|from\s+now|new\s+instructions)"),
-    # The same orders in the other languages frontdesk indexes most.
-    ("override", (("ignorier",),),
-     r"\bignorier(?:e|en)?\s+(?:sie\s+)?(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen)\s+"
-     r"(?:anweisungen|instruktionen|befehle|regeln)\b"),
-    ("override", (("ignora",),), r"\bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?instrucciones\s+(?:anteriores|previas)\b"),
-    ("override", (("ignore",), ("instruction",)),
-     r"\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?instructions\s+(?:précédentes|precedentes|antérieures"
-     r"|anterieures)\b"),
-)
 _MARKERS = [(reason, tuple(gate if gate is AI else frozenset(gate) for gate in gates), re.compile(pattern))
-            for reason, gates, pattern in _PATTERNS]
-_GATE_WORDS = tuple({word: None for _, gates, _ in _PATTERNS for gate in gates if gate is not AI for word in gate})
-_AI_WORD = re.compile(
-    r"(?<![a-z])(?:ai|a\.i\.|llms?|gpt|chatgpt|claude|gemini|copilot|chat\s?bots?|bots?|assistants?"
-    r"|language\s+models?)(?![a-z])"
-)
-# Substrings one of which any text naming an AI holds ("ai" and "bot" alone are in too many words).
-_AI_HINTS = (
-    "llm", "gpt", "claude", "gemini", "copilot", "assistant", "language", "chatbot", "chat bot", "a.i.", " ai ",
-    " ai,", " ai:", " ai.", " ai\n", "\nai", "ai assistant", "ai agent", "ai model", " ais ", " ai-", "(ai", "ai ",
-    " bot ", " bot,", " bot:", " bots", "\nbot", "bot:",
-)
+            for reason, gates, pattern in PATTERNS]
+_GATE_WORDS = tuple({word: None for _, gates, _ in PATTERNS for gate in gates if gate is not AI for word in gate})
 _CLOSING_TAG = re.compile(r"<\s*/\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[/\s*(inst)\s*\]"
                           r"|<<\s*/\s*(sys)\s*>>|<\|\s*(?:im_end|eot_id|end)\s*\|>")
 _OPENING_TAG = re.compile(r"<\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[\s*(inst)\s*\]"
@@ -249,7 +141,7 @@ class Finding(msgspec.Struct, frozen=True):
 
 
 def _names_an_ai(folded: str) -> bool:
-    return any(hint in folded for hint in _AI_HINTS) and _AI_WORD.search(folded) is not None
+    return any(hint in folded for hint in AI_HINTS) and AI_WORD.search(folded) is not None
 
 
 def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
@@ -279,7 +171,7 @@ def find_injections(text: str) -> list[tuple[str, int, int]]:
     folded = fold(text)
     found = list(_markers(folded))
     if not found:
-        return []
+        return _unobfuscated_markers(text, folded)
     if not text.isascii():
         folded, origin = fold_with_origin(text)
         found = [(reason, origin[start], origin[end - 1] + 1) for reason, start, end in _markers(folded)]
@@ -287,7 +179,55 @@ def find_injections(text: str) -> list[tuple[str, int, int]]:
 
 
 def is_injection(text: str) -> bool:
-    return bool(text) and any(True for _ in _markers(fold(text)))
+    if not text:
+        return False
+    folded = fold(text)
+    return any(True for _ in _markers(folded)) or bool(_unobfuscated_markers(text, folded))
+
+
+# Words spelled apart ("I g n o r e", "D.i.s.r.e.g.a.r.d", "a_s_s_i_s_t_a_n_t"), cut into syllables
+# ("ig-nore pre-vi-ous"), or in leetspeak ("1gn0r3 4ll pr3v10u5"): read once more, put together.
+_SPELLED_APART = re.compile(r"(?<![a-z0-9])[a-z0-9]([ ._-])(?:[a-z0-9]\1)+[a-z0-9](?![a-z0-9])")
+_SYLLABLES = re.compile(r"(?<=[a-z])-(?=[a-z])")
+_LEET_WORD = re.compile(r"[a-z0-9@$]*(?:[a-z][0-9@$]|[0-9@$][a-z])[a-z0-9@$]*")
+_LEET = str.maketrans("0134578@$", "oieastbas")
+_OBFUSCATED = re.compile(f"{_SPELLED_APART.pattern}|{_SYLLABLES.pattern}|{_LEET_WORD.pattern}")
+
+
+def _put_together(folded: str) -> str:
+    """``folded`` with words spelled apart, cut into syllables or in leetspeak put together."""
+    joined = _SPELLED_APART.sub(lambda run: run.group(0).replace(run.group(1), ""), folded)
+    return _LEET_WORD.sub(lambda word: word.group(0).translate(_LEET), _SYLLABLES.sub("", joined))
+
+
+def _unobfuscated(folded: str) -> tuple[str, list[int]]:
+    """``_put_together(folded)`` and, for each of its characters, the index in ``folded`` it came from."""
+    keep = [True] * len(folded)
+    for run in _SPELLED_APART.finditer(folded):
+        for index in range(run.start() + 1, run.end(), 2):
+            keep[index] = False
+    for hyphen in _SYLLABLES.finditer(folded):
+        keep[hyphen.start()] = False
+    origin = [index for index in range(len(folded)) if keep[index]]
+    return _put_together(folded), origin
+
+
+def _unobfuscated_markers(text: str, folded: str) -> list[tuple[str, int, int]]:
+    """Markers that only the text put together again shows, as indexes into ``text``."""
+    if not _OBFUSCATED.search(folded):
+        return []
+    if not any(True for _ in _markers(_put_together(folded))):
+        return []
+    variant, to_folded = _unobfuscated(folded)  # the slow way, only for the texts that need it
+    found = list(_markers(variant))
+    to_text = fold_with_origin(text)[1] if not text.isascii() else None
+    spans = []
+    for reason, start, end in found:
+        first, last = to_folded[start], to_folded[end - 1]
+        if to_text is not None:
+            first, last = to_text[first], to_text[last]
+        spans.append((reason, first, last + 1))
+    return sorted(set(spans), key=lambda f: (f[1], f[2]))
 
 
 _SENTENCE_START = re.compile(r"[.!?。！？](?=[\s\"'”’)\]])|\n")

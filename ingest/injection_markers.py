@@ -1,0 +1,300 @@
+"""The marker table of ingest/injection.py: what text that speaks to an AI model looks like.
+
+Each marker is (reason, gates, pattern), read on folded text (lower case, look-alikes mapped; see
+``ingest/injection.py``). A pattern runs only on text that holds, for every gate, one of its
+words: plain substring tests, far cheaper than the patterns, which then run on a few texts in a
+hundred. ``AI`` as a gate stands for the words that name an AI model (one search per text).
+
+The table was widened (2026-11-30) on a corpus of injections and tricky ordinary text written
+for it by someone who never saw this code (docs/hardening.md, "Injected instructions"): orders in
+other words than "ignore previous instructions", an AI addressed in the third person ("AI agents
+reading this footer must…"), orders about the form of every answer, requests for the prompt, more
+chat-template markup, and the same orders in Spanish, German, French, Italian, Portuguese,
+Dutch, Swedish, Polish and Japanese. Ordinary instructions to people stay unflagged: "ignore the
+warning", "you are now ready", "from now on, you can…", "always reply with your order number".
+"""
+
+from __future__ import annotations
+
+import re
+
+#: What names an AI model, in the languages the orders below are written in.
+AI_NAMES = (
+    r"(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|gemini|copilot|chatbot|chat\s?bot|bot|assistant"
+    r"|ai\s+(?:assistant|agent|model|system|crawler|bot|tool)|language\s+model|large\s+language\s+model"
+    r"|ai\s+language\s+model|virtual\s+assistant|summari[sz]er|automated\s+(?:reader|system|agent|assistant|tool)"
+    r"|llm\s+agent|ai-\w+|ki|ki-\w+|ia|asistente|assistenten|assistente|assistent|sprachmodell|taalmodel"
+    r"|språkmodell|modelo\s+de\s+(?:lenguaje|linguagem)|mod[eè]le\s+de\s+langage|modello\s+linguistico)s?"
+    # "a bot developer", "the assistant editor": people and products, not the model addressed.
+    r"(?!\s+(?:developers?|builders?|makers?|authors?|creators?|owners?|admins?|administrators?|users?"
+    r"|framework|platform|library|librar(?:y|ies)|api|sdk|engineers?|researchers?|vendors?|providers?"
+    r"|companies|company|editor|team|account|token|integration|plugin|extension|manager)\b)"
+)
+#: One search for any of them (after the cheaper `AI_HINTS` substring test).
+AI_WORD = re.compile(
+    r"(?<![a-z])(?:ai|a\.i\.|llms?|gpt|chatgpt|claude|gemini|copilot|chat\s?bots?|bots?|assistants?"
+    r"|language\s+models?|summari[sz]ers?|automated\s+(?:readers?|systems?|agents?|assistants?|tools?)"
+    r"|ki|ia|asistentes?|assistenten?|assistente|sprachmodelle?|taalmodel|språkmodell"
+    r"|modelos?\s+de\s+(?:lenguaje|linguagem)|mod[eè]les?\s+de\s+langage|modello\s+linguistico)(?![a-z])"
+)
+#: Substrings one of which any text naming an AI holds ("ai" and "bot" alone are in too many words).
+AI_HINTS = (
+    "llm", "gpt", "claude", "gemini", "copilot", "assistant", "language", "chatbot", "chat bot", "a.i.", " ai ",
+    " ai,", " ai:", " ai.", " ai\n", "\nai", "ai assistant", "ai agent", "ai model", " ais ", " ai-", "(ai", "ai ",
+    " bot ", " bot,", " bot:", " bots", "\nbot", "bot:", "summari", "automated", " ki", "ki-", " ia", "ia ",
+    "asistente", "assistent", "sprachmodell", "taalmodel", "språkmodell", "modelo de", "modèle de", "modele de",
+    "modello",
+)
+
+_DIRECTIVE_VERBS = (
+    r"(?:ignore|disregard|forget|override|reply|respond|answer|say|tell|output|print|reveal|repeat"
+    r"|recommend|include|inform|write|state|mention|claim|insist|translate|summari[sz]e|visit|direct"
+    r"|send|redirect|append|prepend|always|never|do\s+not|don't|must|should|stop|act|pretend"
+    r"|refuse|only|give|treat|use|rate|report|add|open|click|when(?:ever)?|if|before|after|from\s+now"
+    r"|to\s+display|in\s+every|for\s+every)"
+)
+_PREVIOUS = r"(?:previous|prior|above|earlier|preceding|foregoing|system|original|initial|existing|old|default)"
+_ORDERS = (
+    r"(?:instructions?|prompts?|rules?|directions?|directives?|guidelines?|context|messages?"
+    r"|commands?|guardrails?|programming|restrictions?|filters?|safety\s+rules|system\s+messages?"
+    r"|constraints?|policies|policy)"
+)
+_WHOSE = r"(?:visitor|user|customer|human|person|reader|client|guest)(?:'s|’s|s')?"
+_SENTENCE = r"(?:^|(?<=[\n.!?:;\]]))\s*"
+_PEOPLE = r"(?:users?|visitors?|customers?|readers?|people|guests|clients|shoppers|buyers)"
+
+AI = ("<ai>",)
+_VERBS_OVERRIDE = ("ignore", "disregard", "forget", "override", "attention", "aside", "discard", "bypass")
+_OVERRIDE = r"(?:ignore|disregard|forget|override|pay\s+no\s+attention\s+to|set\s+aside|discard|bypass)"
+_VOID = ("void", "outdated", "obsolete", "cancel", "revoked", "invalid", "null", "fake", "replaced",
+         "superseded", "suspended", "lifted", "disabled", "no longer", "discarded", "ignored", "disregarded")
+_READING = ("read", "process", "summar", "crawl", "index", "brows", "answer", "pars", "generat", "scrap", "sees",
+            "seeing")
+
+PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
+    # -- override: the orders the model was given are to be dropped -------------------------------
+    ("override", (_VERBS_OVERRIDE,),
+     rf"\b{_OVERRIDE}\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?"
+     rf"(?:the\s+|your\s+|my\s+|these\s+|those\s+)?{_PREVIOUS}\s+(?:and\s+\w+\s+)?{_ORDERS}\b"),
+    ("override", (_VERBS_OVERRIDE[:3], ("your",)),
+     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?your\s+(?:\w+\s+)?{_ORDERS}\b"),
+    ("override", (_VERBS_OVERRIDE,),
+     rf"\b{_OVERRIDE}\s+(?:all\s+)?(?:of\s+)?(?:the\s+|your\s+)?{_ORDERS}\s+(?:above|before|so\s+far"
+     rf"|you\s+(?:were|have\s+been)\s+given|you\s+(?:have\s+)?received|given\s+(?:to\s+you|above|earlier)"
+     rf"|from\s+the\s+(?:site|website|page|store|shop)\s+(?:owner|operator))\b"),
+    ("override", (_VERBS_OVERRIDE[:3],),
+     r"\b(?:ignore|disregard|forget)\s+all\s+(?:instructions|prompts|rules)\b"),
+    ("override", (("ignore", "disregard"), ("knowledge",)), r"\b(?:ignore|disregard)\s+the\s+knowledge\s+base\b"),
+    ("override", (("ignore", "disregard", "answer"),),
+     rf"\b(?:ignore|disregard|do\s+not\s+answer|don't\s+answer)\s+(?:the\s+|this\s+|their\s+|your\s+|any\s+)?"
+     rf"{_WHOSE}\s+(?:question|request|query|message|input|prompt)s?\b"),
+    ("override", (("ignore", "disregard"), ("question",)),
+     r"\b(?:ignore|disregard)\s+(?:the|this|their)\s+question\s*(?:and|,)\s+(?:instead\s+)?"
+     r"(?:reply|respond|say|answer|tell|write|output)\b"),
+    ("override", (("follow", "obey"), ("your", "operator", "owner")),
+     rf"\b(?:do\s+not|don't|never)\s+(?:follow|obey)\s+(?:your|the\s+(?:website\s+|site\s+)?(?:operator|owner)(?:'s|’s)?)"
+     rf"\s+(?:{_PREVIOUS}\s+)?{_ORDERS}\b"),
+    ("override", (("system",), ("instruction", "prompt")),
+     r"\b(?:new|updated|real|actual|true|secret|hidden)\s+system\s+(?:instructions?|prompt)\b"),
+    ("override", (("instruction",),),
+     r"(?:^|(?<=[\n.!?]))\s*(?:real|actual|true|secret|hidden)\s+instructions?\s*[:\-]"),
+    # "All previous rules are void", "any earlier system messages … must be discarded".
+    ("override", (_VOID,),
+     rf"\b{_PREVIOUS}\s+(?:\w+\s+)?{_ORDERS}\s+(?:are|is|were|was|have\s+been|has\s+been|must\s+be|should\s+be)"
+     rf"\s+(?:now\s+|hereby\s+)?(?:\w+\s+){{0,4}}?(?:void|outdated|obsolete|cancel+ed|revoked|invalid|null|fake|replaced"
+     rf"|superseded|suspended|lifted|disabled|no\s+longer\s+(?:valid|apply|applies|in\s+effect)|discarded|ignored"
+     rf"|disregarded)\b"),
+    ("override", (("above",), ("test", "fake", "joke", "irrelevant")),
+     r"\b(?:the\s+(?:text\s+)?above|everything\s+above)\s+(?:was|is)\s+(?:only\s+|just\s+)?(?:a\s+test\s+of\s+your"
+     r"|fake|a\s+joke|irrelevant)\b"),
+    # Not "your real task as a new manager is…": a task only when it "starts now".
+    ("override", (("your",), ("real", "actual", "true", "secret", "hidden", "new", "updated")),
+     r"\byour\s+(?:(?:real|actual|true|secret|hidden|new|updated)\s+(?:instructions?|orders|directives?|programming)"
+     r"|(?:real|actual|true|secret|hidden)\s+(?:task|job|goal|role)\s+(?:starts|begins|is\s+now|now\s+is|:))"),
+    ("override", (AI, ("new", "updated", "revised", "special", "hidden", "secret", "instruction")),
+     rf"\b(?:(?:new|updated|revised|special|hidden|secret|important)\s+)?(?:instructions?|directives?|guidelines"
+     rf"|rules|policy|message|note)\s+(?:to|for)\s+(?:the\s+|all\s+|any\s+|every\s+)?(?:\w+\s+)?{AI_NAMES}"
+     rf"\s*(?:\([^)]{{0,40}}\)\s*)?[,:(\-]"),
+    ("override", (("instead",),),
+     r"\binstead\s+of\s+(?:answering|replying|responding|summari[sz]ing)(?:\s+(?:to\s+)?(?:the|this|their|any|it|them)"
+     rf"\b(?:\s+{_WHOSE})?(?:\s+(?:question|request|query|message|page|text|article|document|content))?)?\s*,?\s+"
+     r"(?:reply|respond|say|tell|answer|output|write|print|state)\b"),
+    ("override", (("treat",), ("system",)),
+     r"\btreat\s+(?:the\s+text\s+below|this(?:\s+text)?|the\s+following)\s+as\s+(?:your\s+|a\s+)?(?:[\w-]+\s+)?"
+     r"system\s+(?:message|prompt|instructions?)\b"),
+    # -- role_change: the model is told it is someone else ----------------------------------------
+    ("role_change", (("you",), ("now", "longer")),
+     rf"\byou\s+are\s+(?:now|no\s+longer)\s+(?:an?\s+|the\s+)?(?:[\w'-]+,?\s+(?:an?\s+|the\s+)?){{0,3}}?"
+     rf"(?:{AI_NAMES}|dan|persona|jailbroken|unrestricted|unfiltered)\b"),
+    ("role_change", (("now",), ("you",)),
+     rf"\bfrom\s+now\s+on,?\s+you\s+(?:are|will\s+be|will\s+act\s+as|must\s+act\s+as)\s+"
+     rf"(?:an?\s+|the\s+)?(?:\w+\s+)?(?:{AI_NAMES}|persona|character)\b"),
+    ("role_change", (("now", "forward"), ("you", "assistant")),
+     r"\b(?:from\s+now\s+on|from\s+this\s+point\s+(?:on|forward)),?\s+(?:you|your\s+(?:answers|replies|responses)"
+     r"|the\s+assistant)\s+(?:must|will|should|shall|answers?|responds?|replies)\s+(?:always\s+|only\s+|never\s+)?"
+     r"(?:reply|respond|say|tell|write|answer|in\s+\w+|refuse)\b"),
+    ("role_change", (("jailbreak", "dan ", "dan\n", "dan\t"),), r"\b(?:dan|jailbreak)\s+mode\b"),
+    ("role_change", (("anything",),), r"\bdo\s+anything\s+now\b"),
+    ("role_change", (AI, ("act", "behave", "respond")),
+     rf"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)\s+)?(?:an?\s+)?"
+     rf"(?:unrestricted|unfiltered|jailbroken|different|new|evil)\s+(?:{AI_NAMES}|model|persona)\b"),
+    ("role_change", (("override",), ("system", "safety")), r"\b(?:system|safety)\s+override\b"),
+    ("role_change", (("suspended", "disabled", "lifted"), ("safety", "rules", "filter")),
+     r"\b(?:safety\s+rules|filters?|guardrails|restrictions)\s+(?:are|is|have\s+been)\s+(?:now\s+)?"
+     r"(?:suspended|disabled|lifted|off)\b"),
+    # -- addressed_to_ai: an order to whatever model reads the page -------------------------------
+    ("addressed_to_ai", (AI, ("you",)),
+     rf"\bif\s+(?:you\s+are|you're|you’re)\s+(?:an?\s+|the\s+)?(?:\w+\s+)?{AI_NAMES}\b"),
+    ("addressed_to_ai", (AI, ("note", "memo", "notice", "hint", "psa", "attention", "p.s", "ps ", "reminder")),
+     rf"\b(?:note|memo|notice|hint|psa|attention|p\.\s?s\.?|ps|reminder)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+"
+     rf"|every\s+)?(?:\w+\s+)?{AI_NAMES}\b"),
+    ("addressed_to_ai", (AI, ("message", "instruction")),
+     rf"\b(?:message|instructions?)\s+(?:to|for)\s+(?:any|all|every)\s+(?:\w+\s+)?{AI_NAMES}\b"),
+    ("addressed_to_ai", (AI, ("attention", "dear", "hey", "hello", "hi", "listen")),
+     rf"\b(?:attention|dear|hey|hello|hi|listen\s+up|listen),?\s+(?:all\s+|any\s+)?(?:\w+\s+)?{AI_NAMES}\b"),
+    ("addressed_to_ai", (AI, (",", ":")),
+     rf"(?:^|(?<=[\n.!?:;(\[\"“—|>-]))\s*(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{AI_NAMES}"
+     rf"(?:\s+(?:reading|processing|summari[sz]ing|answering)\s+(?:this|these)[\w\s]*?)?\s*[,:]\s*"
+     rf"(?:please\s+|you\s+)?{_DIRECTIVE_VERBS}\b"),
+    ("addressed_to_ai", (AI, ("you",)),
+     rf"\bas\s+an?\s+{AI_NAMES},?\s+you\s+(?:must|should|will|shall|have\s+to|need\s+to)\b"),
+    # "AI agents reading this footer must respond…", "the assistant that reads this page should tell…".
+    ("addressed_to_ai", (AI, _READING),
+     rf"\b(?:(?:any|all|every|the|an?)\s+)?(?:\w+\s+)?{AI_NAMES}\s+(?:that|which|who)?\s*(?:is\s+|are\s+)?"
+     r"(?:reads?|reading|process(?:es)?|processing|summari[sz]es|summari[sz]ing|sees|seeing|crawls|crawling|indexes"
+     r"|indexing|browses|browsing|answers|answering|parses|parsing|generates|generating|scrapes|scraping)\s+"
+     r"(?:this|these|the|our)\b[^.!?\n]{0,60}?\b(?:must|should|shall|will|is\s+(?:required|instructed|asked|told)"
+     r"|are\s+(?:required|instructed|asked|told)|has\s+to|have\s+to|needs?\s+to|may\s+only|can\s+only)\b"),
+    ("addressed_to_ai", (("whoever",), ("generat", "produc")),
+     r"\bwhoever\s+(?:is\s+)?(?:generating|producing|writing)\s+(?:the\s+)?(?:answers|responses|replies|summaries)\b"),
+    ("addressed_to_ai", (AI, ("developer", "creator", "maker", "engineer", "admin", "operator")),
+     rf"\bmessage\s+from\s+(?:the\s+)?(?:developers?|creators?|makers?|engineers?|admins?|administrators?|operators?)"
+     rf"\s+of\s+(?:this|the|your)\s+{AI_NAMES}"),
+    ("addressed_to_ai", (AI, ("instruction", "directive")),
+     rf"\b{AI_NAMES}\s+(?:instructions?|directives?)\s*[:\-\]]"),
+    # -- orders about every answer: what no page says to a person ---------------------------------
+    ("answer_format", (("end", "begin", "start", "finish", "conclude", "close", "sign"),
+                       ("answer", "response", "repl", "message", "summar")),
+     # Not "end every answer with a full stop" (an exam's rules): with a sentence, a link, a quote.
+     r"\b(?:end|begin|start|finish|conclude|close|sign)\s+(?:every|each|all|your|any)\s+(?:\w+\s+)?(?:answers?"
+     r"|responses?|replies|reply|summar(?:y|ies))\s+(?:with|by)\s+(?:the\s+(?:sentence|phrase|line|link|text|words?"
+     r"|url|following)|this|these|a\s+link|[:'\"“‘])"),
+    ("answer_format", (("answer", "respond", "reply"), ("every", "each", "all ", "any ")),
+     rf"{_SENTENCE}(?:please\s+)?(?:answer|respond\s+to|reply\s+to)\s+(?:every|each|all|any)\s+(?:\w+\s+)?"
+     r"(?:questions?|queries|requests?|messages?)\s+(?:only\s+)?(?:with|by|using)\b"),
+    ("answer_format", (("always", "only", "never"), ("that",)),
+     rf"{_SENTENCE}(?:please\s+)?(?:always|only|never)\s+(?:answer|respond|reply|say|state|claim|mention|recommend)"
+     r"\s+that\b"),
+    ("answer_format", (("each", "every"), ("reply", "response", "answer")),
+     r"\b(?:in|to|with)\s+(?:each|every)\s+(?:reply|response|answer)\s+you\s+(?:give|write|send|produce|generate)\b"),
+    ("answer_format", (("include", "add", "append", "render"), ("every", "each", "all ")),
+     r"\b(?:include|add|append|render)\s+(?:this|the\s+following|these|it|that)\b[^.!?\n]{0,80}?\bin\s+(?:every|each"
+     r"|all)\s+(?:of\s+your\s+)?(?:reply|replies|response|responses|answer|answers)\b"),
+    ("answer_format", (AI, ("respond", "reply", "answer")),
+     r"\b(?:respond|reply|answer)\s+only\s+with\b"),
+    ("answer_format", (("tell", "inform"), ("that",)),
+     rf"{_SENTENCE}(?:please\s+|and\s+)?(?:tell|inform)\s+(?:all\s+|every\s+|the\s+|our\s+)?{_PEOPLE}\s+that\b"),
+    ("answer_format", (("before",), ("answering", "replying", "responding")),
+     r"\bbefore\s+(?:answering|replying|responding)\b[^.!?\n]{0,20}?,?\s*(?:silently\s+|quietly\s+|secretly\s+)?"
+     r"(?:append|send|include|add|render|fetch|visit|open|call|post)\b"),
+    # Agents that act for a visitor: "Dear agent, when you browse this page…", "Agents making purchases
+    # on behalf of users: …".
+    ("addressed_to_ai", (("agent",), ("dear", "hey", "attention", "note to", "to all", "to any")),
+     r"\b(?:dear|hey|attention|note\s+to|to\s+(?:all|any))\s+(?:ai\s+|browsing\s+|shopping\s+|autonomous\s+)?agents?"
+     r"\b[,:]?\s+(?:when|if|before|please|you|do|open|click|add|buy)\b"),
+    ("addressed_to_ai", (("agent",), ("behalf",)),
+     r"\bagents?\s+(?:making|completing|browsing|shopping|acting|performing|buying)\b[^.!?\n]{0,40}?\bon\s+behalf"
+     r"\s+of\s+(?:users?|customers?|people|visitors?)"),
+    # -- prompt_leak: the model's own instructions asked for --------------------------------------
+    ("prompt_leak", (("your",), ("prompt", "instruction")),
+     r"\b(?:reveal|print|show|repeat|output|leak|disclose|display|dump|tell\s+me)\s+(?:me\s+)?(?:all\s+)?(?:of\s+)?"
+     r"your\s+(?:(?:system|initial|hidden|original|secret)\s+(?:prompt|instructions)|instructions)\b"),
+    ("prompt_leak", (("reveal", "print", "show", "repeat", "output", "leak", "disclose", "display", "dump", "share",
+                      "respond", "mostra", "muestra", "revel", "révél", "ripet", "ujawnij", "zeig", "toon", "visa"),
+                     ("prompt", "instruc", "configuration", "konfiguration")),
+     r"\b(?:reveal|print|show|repeat|output|leak|disclose|display|dump|share|respond\s+\w+\s+\w+\s+\w+\s+with|mostrar"
+     r"|muestra|revela|revelar|r[ée]v[ée]le[rz]?|ripet\w*|rivela\w*|ujawnij|mostre|zeige|toon|visa)\b[^.!?\n]{0,40}?"
+     r"\b(?:system\s*prompt|system\s+message|initial\s+prompt|original\s+prompt|hidden\s+instructions|secret"
+     r"\s+instructions|instructions\s+you\s+were\s+given|your\s+(?:full|complete|entire|internal)\s+configuration"
+     r"|your\s+(?:full\s+|complete\s+|entire\s+)?(?:instructions|prompt)|prompt\s+del\s+sistema|prompt\s+di\s+sistema|prompt\s+systemowy|prompt\s+do\s+sistema"
+     r"|instructions\s+cach[ée]es|instruç[õo]es\s+do\s+sistema|instrucciones\s+ocultas|systemprompt)\b"),
+    ("prompt_leak", (("repeat", "print", "output"), ("above",)),
+     r"\b(?:repeat|print|output)\s+(?:everything|all(?:\s+the\s+text)?|the\s+text|the\s+words)\s+(?:above|before"
+     r"|preceding)\b"),
+    # -- fake_role_tag: chat-template and role markup ----------------------------------------------
+    ("fake_role_tag", (("<",),),
+     r"<\s*/?\s*(?:system|assistant|user|instructions?|sys|inst|im_start|im_end|start_of_turn|end_of_turn)\s*>"),
+    ("fake_role_tag", (("<|",),), r"<\|\s*[a-z_]{2,30}\s*\|>"),
+    ("fake_role_tag", (("[",), ("inst",)), r"\[/?\s*inst\s*\]"),
+    ("fake_role_tag", (("<<",),), r"<</?\s*sys\s*>>"),
+    ("fake_role_tag", (("[system]",),), r"\[system\]\s*\(#"),
+    ("fake_role_tag", (("##",), ("system", "instruction", "assistant", "response")),
+     r"(?:^|\n)[ \t]*#{2,6}[ \t]*(?:system|instruction|instructions|assistant|response)[ \t]*:"),
+    ("fake_role_tag", (("assistant",),), r"(?:^|\n)[ \t]*assistant[ \t]*:[ \t]*\S"),
+    ("fake_role_tag", (("system",),),
+     r"(?:^|\n)[ \t]*system[ \t]*:[ \t]*(?:you\b|ignore|disregard|forget|from\s+now|new\s+instructions)"),
+    ("fake_role_tag", (("role",), ("system",)), r"(?:^|\n)[ \t]*role[ \t]*:[ \t]*system[ \t]*\n[ \t]*content[ \t]*:"),
+    ("fake_role_tag", (("begin", "start"), ("admin", "system", "developer", "root")),
+     r"\b(?:begin|start)\s+(?:admin|system|developer|root)\s+(?:message|instructions?|prompt|mode)\b"),
+    # -- encoded: an order hidden in Base64, ROT13 or backwards, with the order to decode it -------
+    ("encoded_instruction", (("decode", "rot13", "rot-13", "backwards", "base64", "decipher"),
+                             ("follow", "obey", "comply", "do what", "execute", "carry out")),
+     r"\b(?:decode|decipher|rot-?13|base64|read\s+(?:this|it|the\s+following|the\s+text)(?:\s+sentence)?\s+backwards)"
+     r"\b[^\n]{0,120}?\b(?:follow|obey|comply|do\s+what\s+it\s+says|execute|carry\s+out)\b"),
+    # -- the same orders in the other languages frontdesk indexes most -----------------------------
+    ("override", (("ignorier", "vergiss", "vergesst", "vergessen", "missacht"),),
+     r"\b(?:ignorier(?:e|en)?|vergiss|vergesst|vergessen|missachte(?:n)?)\s+(?:sie\s+)?(?:alle\s+|sämtliche\s+)?"
+     r"(?:deine\s+|ihre\s+|die\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+|vorigen\s+)?"
+     r"(?:anweisungen|instruktionen|befehle|regeln|vorgaben|richtlinien)\b"),
+    ("addressed_to_ai", (("hinweis", "nachricht", "anweisung", "notiz", "achtung"), ("ki", "assistent", "chatbot",
+                                                                                    "sprachmodell", "bot")),
+     r"\b(?:hinweis|nachricht|anweisungen?|notiz|achtung)\s+(?:an|für)\s+(?:den\s+|die\s+|alle\s+|jeden\s+)?"
+     r"(?:\w+[\s-])?(?:ki|ki-\w+|assistenten|chatbots?|sprachmodelle?|bots?)\b"),
+    ("override", (("neue anweisung",),), r"\bneue\s+anweisungen\s+(?:für|an)\b"),
+    ("role_change", (("du bist", "bist du"),),
+     r"\b(?:du\s+bist\s+(?:jetzt|nun|ab\s+sofort)\s+(?:ein|eine)\b|ab\s+(?:jetzt|sofort)\s+bist\s+du\b)"),
+    ("addressed_to_ai", (("wenn du",),), r"\bwenn\s+du\s+eine?\s+(?:ki|sprachmodell|assistent|chatbot)\b"),
+    ("override", (("ignora", "olvida", "caso omiso", "no hagas caso", "desobedece"),),
+     r"\b(?:ignora(?:r)?|olvida|olvídate\s+de|no\s+hagas\s+caso\s+(?:a|de)|haz\s+caso\s+omiso\s+(?:a|de)|desobedece)"
+     r"\s+(?:todas\s+|todos\s+)?(?:las\s+|los\s+|tus\s+|sus\s+)?(?:instrucciones|reglas|normas|indicaciones|órdenes"
+     r"|ordenes|directrices)\b"),
+    ("addressed_to_ai", (("nota", "mensaje", "instrucci", "aviso"), ("asistente", "ia", "inteligencia", "chatbot",
+                                                                   "modelo", "bot")),
+     r"\b(?:nota|mensaje|instrucciones?|aviso)\s+(?:para|al|a\s+la|a\s+los)\s+(?:\w+\s+)?(?:asistentes?|ia"
+     r"|inteligencia\s+artificial|chatbots?|modelos?\s+de\s+lenguaje|bots?)\b"),
+    ("role_change", (("a partir de ahora",),), r"\ba\s+partir\s+de\s+ahora,?\s+(?:eres|serás|seras|actúa|actua)\b"),
+    ("addressed_to_ai", (("si eres",),),
+     r"\bsi\s+eres\s+(?:una?\s+)?(?:ia|inteligencia\s+artificial|asistente|modelo\s+de\s+lenguaje|chatbot|bot)\b"),
+    ("override", (("ignore", "oubli", "tenez pas compte", "tiens pas compte"), ("instruction", "consigne", "règle",
+                                                                             "regle", "directive")),
+     r"\b(?:ignore[rz]?|oublie[zs]?|ne\s+tenez\s+pas\s+compte\s+des?|ne\s+tiens\s+pas\s+compte\s+des?)\s+(?:toutes\s+)?"
+     r"(?:les\s+|tes\s+|vos\s+|des\s+)?(?:instructions|consignes|règles|regles|directives)\b"),
+    ("addressed_to_ai", (("note", "message", "instruction"), ("ia", "assistant", "chatbot", "modèle", "modele",
+                                                             "robot")),
+     r"\b(?:note|message|instructions?)\s+(?:à|aux|pour)\s+(?:l'intention\s+des?\s+)?(?:l'|les\s+|tous\s+les\s+)?"
+     r"(?:ia|agents?\s+ia|assistants?|chatbots?|mod[eè]les?\s+de\s+langage|robots?)\b"),
+    ("role_change", (("partir de maintenant",),),
+     r"\bà\s+partir\s+de\s+maintenant,?\s+(?:tu\s+es|vous\s+êtes|tu\s+seras|vous\s+serez)\b"),
+    ("addressed_to_ai", (("si tu es", "si vous êtes"),),
+     r"\bsi\s+(?:tu\s+es|vous\s+êtes)\s+une?\s+(?:ia|assistant|mod[eè]le|chatbot|robot)\b"),
+    ("override", (("ignora", "dimentica", "trascura"), ("istruzion", "regole", "ruolo")),
+     r"\b(?:ignora|dimentica|trascura)\s+(?:tutte\s+)?(?:le\s+|tue\s+|il\s+tuo\s+)?(?:istruzioni|regole|ruolo)\b"),
+    ("role_change", (("da ora in poi",),), r"\bda\s+ora\s+in\s+poi,?\s+(?:sei|devi\s+(?:rispondere|consigliare))\b"),
+    ("override", (("ignore", "ignora", "desconsidere", "esqueça", "esqueca"), ("instru", "regras", "orienta")),
+     r"\b(?:ignore|ignora|desconsidere|esqueça|esqueca)\s+(?:todas\s+)?(?:as\s+|suas\s+)?(?:instruções|instrucoes"
+     r"|regras|orientações|orientacoes)\b"),
+    ("addressed_to_ai", (("atenção", "atencao"),),
+     r"\b(?:atenção|atencao),?\s+(?:modelo\s+de\s+linguagem|assistente|ia|chatbot)\b"),
+    ("override", (("negeer", "vergeet"),),
+     r"\b(?:negeer|vergeet)\s+(?:alle\s+)?(?:je\s+|de\s+|jouw\s+)?(?:eerdere\s+|vorige\s+)?(?:instructies|regels"
+     r"|opdrachten)\b"),
+    ("addressed_to_ai", (("bericht",),),
+     r"\bbericht\s+(?:voor|aan)\s+(?:de\s+)?(?:ai|ai-\w+|assistent|chatbot|taalmodel)\b"),
+    ("override", (("ignorera", "glöm"),),
+     r"\b(?:ignorera|glöm)\s+(?:alla\s+)?(?:dina\s+)?(?:tidigare\s+)?(?:instruktioner|regler)\b"),
+    ("role_change", (("du är nu",),), r"\bdu\s+är\s+nu\s+en\b"),
+    ("override", (("zignoruj", "ignoruj", "zapomnij"),),
+     r"\b(?:zignoruj|ignoruj|zapomnij)\s+(?:wszystkie\s+)?(?:poprzednie\s+)?(?:instrukcje|polecenia|zasady)\b"),
+    ("override", (("無視",),),
+     r"(?:以前|これまで|上記|前)の(?:すべての)?(?:指示|命令|指令).{0,12}無視|指示を(?:すべて)?無視"),
+)
