@@ -148,7 +148,8 @@ ASK_WORD = re.compile(
     r"much|many|long|price|prices|cost|costs|fee|fees|pay|charge|when|time|hours?|open|opens|opening|"
     r"close|closes|closing|date|day|precio|precios|cuesta|cuesta|horario|hora|abre|abren|abiertos?|"
     r"cierra|fecha|preis|preise|kostet|kosten|wann|uhrzeit|öffnungszeiten|geöffnet|datum|"
-    r"number|phone|telephone|e-?mail|tel[eé]fono|correo|telefon\w*", re.I)
+    r"number|phone|telephone|e-?mail|tel[eé]fono|correo|telefon\w*|"
+    r"lange|tiempo|temperatures?|temperatura|temperatur|degrees|grados|grad", re.I)
 
 
 _QUESTION_WORD = re.compile(

@@ -167,6 +167,12 @@ def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage(
     assert "blorf" not in term_weights("blorf sourdough", COUNTS, 100)
     carried = term_weights("and on Saturdays?", COUNTS, 100, carried="Do you open on Sundays?")
     assert carried["satur"] > carried["sunda"]  # the subject carried over counts half
+    # "wie lange", "a qué temperatura": what kind of answer, like "how long" and "price".
+    counts = {"lange": 4, "lachs": 4, "ofen": 4, "temperatura": 4, "bizcocho": 4}
+    german = term_weights("wie lange muss der Lachs in den Ofen?", counts, 100)
+    assert german["lange"] < 0.5 * german["lach"] and german["ofen"] == german["lach"]
+    spanish = term_weights("¿a qué temperatura horneo el bizcocho?", counts, 100)
+    assert spanish["tempe"] < 0.5 * spanish["bizco"]
 
 
 def test_the_answer_leads_with_the_row_that_answers_and_cites_only_its_page():
