@@ -5,13 +5,14 @@ Each marker is (reason, gates, pattern), read on folded text (lower case, look-a
 words: plain substring tests, far cheaper than the patterns, which then run on a few texts in a
 hundred. ``AI`` as a gate stands for the words that name an AI model (one search per text).
 
-The table was widened (2026-11-30) on a corpus of injections and tricky ordinary text written
-for it by someone who never saw this code (docs/hardening.md, "Injected instructions"): orders in
-other words than "ignore previous instructions", an AI addressed in the third person ("AI agents
-reading this footer must…"), orders about the form of every answer, requests for the prompt, more
-chat-template markup, and the same orders in Spanish, German, French, Italian, Portuguese,
-Dutch, Swedish, Polish and Japanese. Ordinary instructions to people stay unflagged: "ignore the
-warning", "you are now ready", "from now on, you can…", "always reply with your order number".
+The table was widened (2026-11-30) on two corpora of injections and tricky ordinary text written
+for it by people who never saw this code (docs/hardening.md, "Injected instructions"): orders in
+other words than "ignore previous instructions", a model addressed in the third person or as the
+subject of an order ("AI agents reading this footer must…"), orders about the form of every
+answer, requests for the prompt, links that carry the conversation away, more chat-template
+markup, and the same orders in eleven other languages. Ordinary instructions to people stay
+unflagged: "ignore the warning", "you are now ready", "from now on, you can…", "we always reply
+with a tracking number", "the assistant should have experience" (a job ad).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 AI_NAMES = (
     r"(?:ai|a\.i\.|llm|llms|gpt|chatgpt|claude|gemini|copilot|chatbot|chat\s?bot|bot|assistant"
     r"|ai\s+(?:assistant|agent|model|system|crawler|bot|tool)|language\s+model|large\s+language\s+model"
-    r"|ai\s+language\s+model|virtual\s+assistant|summari[sz]er|automated\s+(?:reader|system|agent|assistant|tool)"
+    r"|ai\s+language\s+model|virtual\s+assistant|summari[sz]er|automated\s+(?:reader|agent|assistant|responder)"
     r"|llm\s+agent|ai-\w+|ki|ki-\w+|ia|asistente|assistenten|assistente|assistent|sprachmodell|taalmodel"
     r"|språkmodell|modelo\s+de\s+(?:lenguaje|linguagem)|mod[eè]le\s+de\s+langage|modello\s+linguistico)s?"
     # "a bot developer", "the assistant editor": people and products, not the model addressed.
@@ -33,7 +34,7 @@ AI_NAMES = (
 #: One search for any of them (after the cheaper `AI_HINTS` substring test).
 AI_WORD = re.compile(
     r"(?<![a-z])(?:ai|a\.i\.|llms?|gpt|chatgpt|claude|gemini|copilot|chat\s?bots?|bots?|assistants?"
-    r"|language\s+models?|summari[sz]ers?|automated\s+(?:readers?|systems?|agents?|assistants?|tools?)"
+    r"|language\s+models?|summari[sz]ers?|automated\s+(?:readers?|agents?|assistants?|responders?)"
     r"|ki|ia|asistentes?|assistenten?|assistente|sprachmodelle?|taalmodel|språkmodell"
     r"|modelos?\s+de\s+(?:lenguaje|linguagem)|mod[eè]les?\s+de\s+langage|modello\s+linguistico)(?![a-z])"
 )
@@ -51,17 +52,31 @@ _DIRECTIVE_VERBS = (
     r"|recommend|include|inform|write|state|mention|claim|insist|translate|summari[sz]e|visit|direct"
     r"|send|redirect|append|prepend|always|never|do\s+not|don't|must|should|stop|act|pretend"
     r"|refuse|only|give|treat|use|rate|report|add|open|click|when(?:ever)?|if|before|after|from\s+now"
-    r"|to\s+display|in\s+every|for\s+every)"
+    r"|to\s+display|in\s+every|for\s+every|quote|confirm|link|present|describe|claim|stop)"
 )
 _PREVIOUS = r"(?:previous|prior|above|earlier|preceding|foregoing|system|original|initial|existing|old|default)"
 _ORDERS = (
     r"(?:instructions?|prompts?|rules?|directions?|directives?|guidelines?|context|messages?"
     r"|commands?|guardrails?|programming|restrictions?|filters?|safety\s+rules|system\s+messages?"
-    r"|constraints?|policies|policy)"
+    r"|constraints?|policies|policy|guidance)"
 )
 _WHOSE = r"(?:visitor|user|customer|human|person|reader|client|guest)(?:'s|’s|s')?"
 _SENTENCE = r"(?:^|(?<=[\n.!?:;\]]))\s*"
 _PEOPLE = r"(?:users?|visitors?|customers?|readers?|people|guests|clients|shoppers|buyers)"
+
+#: Models named in the other languages (not "asistente" or "Assistent" alone: people in job ads).
+_MULTI_AI = (
+    r"(?:ia|ki|ии|ai|ki-\w+|ai-\w+|ии-\w+|inteligencia\s+artificial|intelligenza\s+artificiale|intelig[eê]ncia\s+artificial"
+    r"|künstliche\s+intelligenz|intelligence\s+artificielle|sztucznej\s+inteligencji|modelos?\s+de\s+(?:lenguaje|linguagem)"
+    r"|mod[eè]les?\s+de\s+langage|modell[oi]\s+linguistic[oi]|sprachmodell\w*|taalmodel\w*|språkmodell\w*"
+    r"|modeli\s+językowych|assistentes\s+virtuais|asistentes?\s+(?:virtual(?:es)?|de\s+ia)|ai-assistent\w*"
+    r"|asystent\w*\s+ai|chatbot\w*|l'ia|l'intelligenza\s+artificiale)"
+)
+_MULTI_AI_HINTS = ("ia", "ki", "ии", "ai", "intelig", "intellig", "künstliche", "modelo", "modèle", "modele", "modell",
+                   "modeli", "sprachmodell", "taalmodel", "språkmodell", "virtua", "chatbot")
+#: Not "soll": "wie sich ein Chatbot verhalten soll" describes one.
+_MULTI_MODALS = ("debe", "deve", "muss", "müssen", "doit", "doivent", "moet", "måste", "ska", "musi", "должен",
+                 "должны")
 
 AI = ("<ai>",)
 _VERBS_OVERRIDE = ("ignore", "disregard", "forget", "override", "attention", "aside", "discard", "bypass")
@@ -77,7 +92,7 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      rf"\b{_OVERRIDE}\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?"
      rf"(?:the\s+|your\s+|my\s+|these\s+|those\s+)?{_PREVIOUS}\s+(?:and\s+\w+\s+)?{_ORDERS}\b"),
     ("override", (_VERBS_OVERRIDE[:3], ("your",)),
-     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?your\s+(?:\w+\s+)?{_ORDERS}\b"),
+     rf"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?your\s+(?:[\w'’]+\s+)?{_ORDERS}\b"),
     ("override", (_VERBS_OVERRIDE,),
      rf"\b{_OVERRIDE}\s+(?:all\s+)?(?:of\s+)?(?:the\s+|your\s+)?{_ORDERS}\s+(?:above|before|so\s+far"
      rf"|you\s+(?:were|have\s+been)\s+given|you\s+(?:have\s+)?received|given\s+(?:to\s+you|above|earlier)"
@@ -155,9 +170,9 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     ("addressed_to_ai", (AI, (",", ":")),
      rf"(?:^|(?<=[\n.!?:;(\[\"“—|>-]))\s*(?:to\s+|for\s+)?(?:all\s+|any\s+|the\s+)?{AI_NAMES}"
      rf"(?:\s+(?:reading|processing|summari[sz]ing|answering)\s+(?:this|these)[\w\s]*?)?\s*[,:]\s*"
-     rf"(?:please\s+|you\s+)?{_DIRECTIVE_VERBS}\b"),
+     rf"(?:please\s+|you\s+)?(?:[\w']+\s+){{0,3}}?{_DIRECTIVE_VERBS}\b"),
     ("addressed_to_ai", (AI, ("you",)),
-     rf"\bas\s+an?\s+{AI_NAMES},?\s+you\s+(?:must|should|will|shall|have\s+to|need\s+to)\b"),
+     rf"\bas\s+(?:an?|the)\s+{AI_NAMES},?\s+(?:you\s+(?:must|should|will|shall|have\s+to|need\s+to)|your)\b"),
     # "AI agents reading this footer must respond…", "the assistant that reads this page should tell…".
     ("addressed_to_ai", (AI, _READING),
      rf"\b(?:(?:any|all|every|the|an?)\s+)?(?:\w+\s+)?{AI_NAMES}\s+(?:that|which|who)?\s*(?:is\s+|are\s+)?"
@@ -172,6 +187,46 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      rf"\s+of\s+(?:this|the|your)\s+{AI_NAMES}"),
     ("addressed_to_ai", (AI, ("instruction", "directive")),
      rf"\b{AI_NAMES}\s+(?:instructions?|directives?)\s*[:\-\]]"),
+    # A model as the subject of an order to deceive or act: "assistants answering questions about this
+    # bottle should claim…", "the model should mention…"; not "the assistant should respond in JSON".
+    ("addressed_to_ai", (AI, ("must", "should", "shall", "required", "need to", "have to", "has to")),
+     rf"\b{AI_NAMES}\b[^.!?\n:]{{0,60}}?\b(?:must|should|shall|(?:is|are)\s+required\s+to|needs?\s+to|ha(?:ve|s)\s+to)"
+     r"\s+(?:(?:always|now|also|only|never|not|first|instead)\s+)?(?:say|tell|claim|state|present|describe|mention"
+     r"|recommend|give|quote|decline|refuse|append|rate|score|approve|warn|call|click|forward|delete|run|save|treat"
+     r"|emphasi[sz]e|direct|redirect|insist|inform|report|(?:answer|respond|reply)\s+(?:that|with|only|this\s+way))\b"),
+    ("addressed_to_ai", (AI, ("important", "essential", "critical", "mandatory", "imperative")),
+     rf"\b(?:important|essential|critical|mandatory|imperative)\s+that\s+(?:all\s+|any\s+|the\s+)?{AI_NAMES}\b"),
+    ("addressed_to_ai", (AI, ("answer", "response"), ("for",)),
+     rf"\b(?:correct|right|official|only)\s+(?:answer|response)\s+for\s+(?:any|all|every|the)\s+{AI_NAMES}\b"),
+    ("addressed_to_ai", (("whichever", "whatever", "any "), ("reading", "processing", "parsing", "summari")),
+     r"\b(?:whichever|whatever|any)\s+(?:tool|program|system|software|model|agent|crawler|responder)\s+(?:that\s+)?"
+     r"(?:is\s+)?(?:reading|reads|processing|processes|parsing|summari[sz]ing)\s+this\b"),
+    ("addressed_to_ai", (AI, ("for", "to")),
+     rf"(?:^|(?<=[\n.!?]))\s*(?:to|for)\s+(?:all\s+|any\s+|the\s+)?{AI_NAMES}(?:\s+(?:reading\s+this|reviewers?"
+     r"|agents?|crawlers?|readers?|models?|tools?|systems?))?\s*:"),
+    ("addressed_to_ai", (AI, ("note", "notice", "instruction", "directive", "memo", "reminder", "description",
+                              "update")),
+     rf"\b{AI_NAMES}\s+(?:note|notice|instructions?|directives?|memo|reminder)\s*[:\-\]]"
+     rf"|\b(?:description|update|policy|text|info)\s+(?:for|to)\s+(?:the\s+|any\s+|all\s+)?{AI_NAMES}\s*[:\-]"),
+    ("addressed_to_ai", (("todo", "note", "fixme"), ("(",)),
+     r"\b(?:todo|note|fixme)\s*\(\s*(?:ai|llm|bot|assistant|gpt|copilot)[\w-]*\s*\)"),
+    ("addressed_to_ai", (("@",),), r"(?<![\w.])@(?:ai|assistant|chatgpt|claude|gemini|copilot|llm)\b"),
+    ("override", (("memory",), ("your",)),
+     r"\b(?:save|store|remember|add|write)\s+(?:this|the\s+following|that|it)\s+(?:to|in|into)\s+your\s+"
+     r"(?:long-term\s+|persistent\s+|permanent\s+)?memory\b"),
+    ("override", (("forget",), ("told", "given")),
+     r"\bforget\s+(?:everything|what|all)\s+(?:that\s+)?you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given)\b"),
+    ("override", (("new",), ("from",)),
+     r"\bnew\s+(?:instructions?|directives?|orders|rules)\s+from\s+(?:the\s+)?(?:operator|owner|admin|administrator"
+     r"|developers?|system|site\s+owner|management)\b"),
+    ("override", (("new directive", "new instruction"),),
+     r"(?:^|(?<=[\n.!?\]]))\s*new\s+(?:directive|instructions?)\s*:"),
+    # Sending the conversation away: a link or an image whose address carries what the visitor wrote.
+    ("exfiltration", (("http",), ("user", "visitor", "conversation", "chat", "email", "message", "question",
+                                  "history", "transcript", "summary")),
+     r"(?:append|include|add|render|attach|send|forward|embed|display)\b[^\n]{0,80}?https?://\S+(?:[?&]\w+=|\{)"
+     r"[^\n]{0,80}?\b(?:user|visitor|conversation|chat|e-?mail|messages?|question|history|transcript|summary)"
+     r"|https?://\S*\{(?:summary|conversation\w*|history|user\w*|email|question|chat\w*|messages?)\}"),
     # -- orders about every answer: what no page says to a person ---------------------------------
     ("answer_format", (("end", "begin", "start", "finish", "conclude", "close", "sign"),
                        ("answer", "response", "repl", "message", "summar")),
@@ -218,6 +273,8 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      r"\s+instructions|instructions\s+you\s+were\s+given|your\s+(?:full|complete|entire|internal)\s+configuration"
      r"|your\s+(?:full\s+|complete\s+|entire\s+)?(?:instructions|prompt)|prompt\s+del\s+sistema|prompt\s+di\s+sistema|prompt\s+systemowy|prompt\s+do\s+sistema"
      r"|instructions\s+cach[ée]es|instruç[õo]es\s+do\s+sistema|instrucciones\s+ocultas|systemprompt)\b"),
+    ("prompt_leak", (("content", "text"), ("your",)),
+     r"\b(?:contents?|full\s+text|text)\s+of\s+your\s+(?:system\s+)?(?:instructions|prompt|configuration|rules)\b"),
     ("prompt_leak", (("repeat", "print", "output"), ("above",)),
      r"\b(?:repeat|print|output)\s+(?:everything|all(?:\s+the\s+text)?|the\s+text|the\s+words)\s+(?:above|before"
      r"|preceding)\b"),
@@ -234,6 +291,19 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     ("fake_role_tag", (("system",),),
      r"(?:^|\n)[ \t]*system[ \t]*:[ \t]*(?:you\b|ignore|disregard|forget|from\s+now|new\s+instructions)"),
     ("fake_role_tag", (("role",), ("system",)), r"(?:^|\n)[ \t]*role[ \t]*:[ \t]*system[ \t]*\n[ \t]*content[ \t]*:"),
+    ("fake_role_tag", (("<",), ("system", "admin", "override", "instruction", "prompt", "consigne", "directive",
+                               "anweisung", "instruccion")),
+     r"<\s*/?\s*[a-z_:-]*(?:system|admin|override|instruction|prompt|consigne|directive|anweisung|instruccion)"
+     r"[a-z_:-]*\s*>"),
+    ("fake_role_tag", (("[",), ("system", "admin", "developer", "administrador", "administrateur")),
+     r"\[\s*(?:(?:system|admin(?:istrator)?|developer)\s+(?:notice|message|note|update|override|alert)"
+     r"|aviso\s+del\s+administrador|message\s+de\s+l'administrateur)\s*\]"),
+    ("fake_role_tag", (("system",), ("assistant", " ai", "model", "you")),
+     r"(?:^|(?<=[\n.>\]]))\s*system\s*:\s*(?:the\s+)?(?:assistant|ai|model)\b"),
+    ("fake_role_tag", (("systemmeldung", "systemnachricht", "mensaje del sistema", "message système",
+                        "message systeme", "messaggio di sistema", "mensagem do sistema"),),
+     r"\b(?:systemmeldung|systemnachricht|mensaje\s+del\s+sistema|message\s+syst[eè]me|messaggio\s+di\s+sistema"
+     r"|mensagem\s+do\s+sistema)\s*:"),
     ("fake_role_tag", (("begin", "start"), ("admin", "system", "developer", "root")),
      r"\b(?:begin|start)\s+(?:admin|system|developer|root)\s+(?:message|instructions?|prompt|mode)\b"),
     # -- encoded: an order hidden in Base64, ROT13 or backwards, with the order to decode it -------
@@ -242,6 +312,20 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      r"\b(?:decode|decipher|rot-?13|base64|read\s+(?:this|it|the\s+following|the\s+text)(?:\s+sentence)?\s+backwards)"
      r"\b[^\n]{0,120}?\b(?:follow|obey|comply|do\s+what\s+it\s+says|execute|carry\s+out)\b"),
     # -- the same orders in the other languages frontdesk indexes most -----------------------------
+    # A note headed to a model: "Aviso para assistentes virtuais:", "An die KI, die …:", "Till
+    # AI-assistenten som läser detta:", "Opmerking voor AI-assistenten:", "Uwaga dla modeli językowych:".
+    ("addressed_to_ai", (_MULTI_AI_HINTS,),
+     rf"(?:^|(?<=[\s(\[\"“«„]))(?:para|pour|für|fur|an|per|voor|aan|till|dla|для|al|à|aux)\s+(?:l'|la\s+|el\s+|le\s+"
+     rf"|les\s+|los\s+|las\s+|die\s+|den\s+|de\s+|het\s+|o\s+|os\s+|a\s+|as\s+|i\s+|gli\s+|il\s+|todos\s+los\s+"
+     rf"|alle\s+)?{_MULTI_AI}\b[^.!?\n:]{{0,50}}?[:]"),
+    ("addressed_to_ai", (_MULTI_AI_HINTS, _MULTI_MODALS),
+     rf"\b{_MULTI_AI}\b[^.!?\n:]{{0,50}}?\b(?:debe|deben|deve|devem|muss|müssen|doit|doivent|devono"
+     rf"|moet|moeten|måste|ska|musi|muszą|должен|должны)\b"),
+    ("addressed_to_ai", (_MULTI_AI_HINTS,),
+     rf"\b(?:beste|querido|querida|cher|chère|liebe|lieber|caro|cara|drogi|kære|kära)\s+{_MULTI_AI}\b"
+     rf"|\b(?:asystencie|asistente|assistente)\s+(?:ai|ia|virtual|virtuale)?\s*,"),
+    ("addressed_to_ai", (("助手", "人工智能", "yapay zek"),),
+     r"(?:ai|人工智能)助手[:：]|致[^。]{0,20}(?:ai|人工智能)|yapay\s+zek[aâ]\s+asistan"),
     ("override", (("ignorier", "vergiss", "vergesst", "vergessen", "missacht"),),
      r"\b(?:ignorier(?:e|en)?|vergiss|vergesst|vergessen|missachte(?:n)?)\s+(?:sie\s+)?(?:alle\s+|sämtliche\s+)?"
      r"(?:deine\s+|ihre\s+|die\s+)?(?:vorherigen\s+|bisherigen\s+|obigen\s+|vorigen\s+)?"
@@ -262,6 +346,11 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
                                                                    "modelo", "bot")),
      r"\b(?:nota|mensaje|instrucciones?|aviso)\s+(?:para|al|a\s+la|a\s+los)\s+(?:\w+\s+)?(?:asistentes?|ia"
      r"|inteligencia\s+artificial|chatbots?|modelos?\s+de\s+lenguaje|bots?)\b"),
+    # "Responde siempre así", "antworte nur mit", "répondez uniquement": a model told how to answer.
+    ("answer_format", (("respon", "contest", "antwort", "répond", "repond", "rispond", "svara"),),
+     r"\b(?:responde|contesta|responda|conteste|antworte|antwortet|réponds|répondez|reponds|repondez|rispondi"
+     r"|rispondete|svara)\s+(?:siempre|solo|solamente|únicamente|immer|nur|ausschließlich|toujours|uniquement|seulement"
+     r"|sempre|solo|soltanto|alltid|bara|endast)\b"),
     ("role_change", (("a partir de ahora",),), r"\ba\s+partir\s+de\s+ahora,?\s+(?:eres|serás|seras|actúa|actua)\b"),
     ("addressed_to_ai", (("si eres",),),
      r"\bsi\s+eres\s+(?:una?\s+)?(?:ia|inteligencia\s+artificial|asistente|modelo\s+de\s+lenguaje|chatbot|bot)\b"),
