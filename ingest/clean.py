@@ -24,6 +24,7 @@ from store.config import CleanSettings
 EMAIL_TOKEN = "[email]"
 PHONE_TOKEN = "[phone]"
 CARD_TOKEN = "[card]"
+ACCOUNT_TOKEN = "[account]"
 
 # ---------------------------------------------------------------------------------------------
 # Normalisation
@@ -202,6 +203,48 @@ def _find_cards(text: str) -> Iterator[Span]:
             yield match.start(), match.end(), CARD_TOKEN
 
 
+# A bank account number (IBAN) whose check digits hold: "DE94 1180 4938 8302 9874 77".
+_IBAN = re.compile(r"\b([A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?)\b")
+_IBAN_HINT = re.compile(r"[A-Z]{2}\d{2}[ ]?[A-Z0-9]{4}")
+
+
+def iban_valid(iban: str) -> bool:
+    compact = iban.replace(" ", "")
+    if not 15 <= len(compact) <= 34:
+        return False
+    rearranged = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in rearranged)) % 97 == 1
+
+
+def _find_ibans(text: str) -> Iterator[Span]:
+    end = 0
+    for hint in _IBAN_HINT.finditer(text):  # a country code and check digits: the pattern is tried there
+        if (hint.start() < end or (hint.start() and text[hint.start() - 1].isalnum())
+                or (match := _IBAN.match(text, hint.start())) is None):
+            continue
+        end = match.end()
+        candidate = match.group(1).rstrip()
+        if iban_valid(candidate):
+            yield match.start(1), match.start(1) + len(candidate), ACCOUNT_TOKEN
+
+
+# An address written to dodge scrapers: "tomas.berger [at] klimatech [dot] de", "info(at)shop(dot)com".
+_OBFUSCATED_EMAIL = re.compile(
+    r"(?<![\w.])[\w.+-]{1,64}\s*(?:\[at\]|\(at\)|\{at\}|\s\[?at\]?\s)\s*[\w-]{1,63}"
+    r"(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|\s\[?dot\]?\s|\.)\s*[\w-]{1,63}){1,4}", re.I)
+
+
+_AT_WRITTEN_OUT = re.compile(r"[\[({][aA][tT][\])}]")
+
+
+def _find_obfuscated_emails(text: str) -> Iterator[Span]:
+    if _AT_WRITTEN_OUT.search(text) is None:
+        return
+    for match in _OBFUSCATED_EMAIL.finditer(text):
+        if re.search(r"\[at\]|\(at\)|\{at\}", match.group(), re.I):
+            yield match.start(), match.end(), EMAIL_TOKEN
+
+
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9_+/=-]{16,}")
 _HEX_TOKEN = re.compile(r"[0-9a-fA-F]{16,}")
 
@@ -233,8 +276,10 @@ def _detectors(settings: CleanSettings) -> list[Callable[[str], Iterator[Span]]]
         chosen.append(find_secrets)
     if settings.scrub_cards:
         chosen.append(_find_cards)
+        chosen.append(_find_ibans)
     if settings.scrub_emails:
         chosen.append(_find_emails)
+        chosen.append(_find_obfuscated_emails)
     if settings.scrub_phones:
         chosen.append(_find_phones)
     return chosen

@@ -46,10 +46,27 @@ _KNOWN_TOKENS = re.compile(
     | \b(?P<google>AIza[0-9A-Za-z_-]{35})
     | \b(?P<jwt>eyJ[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]{8,}+)
     | (?P<private_key>-----BEGIN[A-Z\ ]{0,30}PRIVATE\ KEY-----[\s\S]*?-----END[A-Z\ ]{0,30}PRIVATE\ KEY-----)
+    | \b(?P<npm>npm_[A-Za-z0-9]{36})\b
+    | \b(?P<huggingface>hf_[A-Za-z0-9]{30,}+)
+    | \b(?P<shopify>shp(?:at|ss|ca|pa)_[A-Fa-f0-9]{32})\b
+    | \b(?P<digitalocean>do[por]_v1_[a-f0-9]{64})\b
+    | \b(?P<heroku>HRKU-[A-Za-z0-9_-]{20,}+)
+    | \b(?P<postman>PMAK-[a-f0-9]{24}-[a-f0-9]{34})\b
+    | \b(?P<newrelic>NRAK-[A-Z0-9]{27})\b
+    | \b(?P<sentry>sntry[us]_[A-Za-z0-9_=+/-]{30,}+)
+    | \b(?P<atlassian>ATATT[A-Za-z0-9_=-]{30,}+)
+    | \b(?P<square>EAAA[A-Za-z0-9_-]{50,}+)
+    | \b(?P<mailgun>key-[a-f0-9]{32})\b
+    | \b(?P<sendgrid>SG\.[A-Za-z0-9_-]{16,}+\.[A-Za-z0-9_-]{16,}+)
+    | \b(?P<pypi>pypi-AgE[A-Za-z0-9_-]{40,}+)
+    | \b(?P<stripe_webhook>whsec_[A-Za-z0-9]{24,}+)
+    | \b(?P<google_oauth>GOCSPX-[A-Za-z0-9_-]{20,}+|ya29\.[A-Za-z0-9_-]{20,}+)
+    | \b(?P<databricks>dapi[a-f0-9]{32})\b
     """,
     re.VERBOSE,
 )
-_NEEDS_A_DIGIT = {"openai", "slack"}
+_NEEDS_A_DIGIT = {"openai", "slack", "heroku", "sentry", "atlassian", "square", "sendgrid", "google_oauth"}
+_NEEDS_MIXED_CASE = {"huggingface"}  # 34 letters, often without a digit
 # Only the credential after "Bearer" is secret; the word stays so the text still reads.
 _BEARERS = [(word, re.compile(word + r"\s+([A-Za-z0-9._~+/-]{16,}+=*+)")) for word in ("Bearer", "Token", "Basic")]
 _WORD_CHAR = re.compile(r"\w")
@@ -59,13 +76,42 @@ _WORD_CHAR = re.compile(r"\w")
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9+/_-]{32,}+={0,2}+")
 _TOKEN_EDGE = re.compile(r"[\w/+=-]")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials. Not
-# widened to quoted labels (`{sha256 = '…'}`): in a page's markup a quote or a tag may stand
-# between label and digest, and the raw-HTML cache, scrubbed as markup, must hold what the index
-# holds (a re-parse would re-embed what differs).
+# Digests named as such ("sha256:…", "md5=…", "commit …") are checksums, not credentials; so is a
+# hex run with a digest's name in the 80 characters before it, markup left out (`_digest_named_before`:
+# `{sha256 = '…'}`, "SHA-256 checksum for installer.msi:" above the digest), since the raw-HTML
+# cache, scrubbed as markup, must hold what the index holds (a re-parse would re-embed what differs).
 _DIGEST_LABEL = re.compile(
     r"(?:sha\d*|md5|blake2[bs]?|digest|checksum|commit|hash)[\s:=#-]*$", re.IGNORECASE
 )
+
+
+# A digest named a line or so before it: "SHA-256 checksum for installer.msi:\n<hex>", "$ md5sum
+# backup.tar.gz\n<hex> backup.tar.gz".
+_DIGEST_NEARBY = re.compile(r"\b(?:sha-?\d+\w*|md5\w*|blake2\w*|checksums?|digests?|hash(?:es)?)\b", re.IGNORECASE)
+# What pages publish that looks random: data URIs ("data:image/png;base64,…"), subresource
+# integrity ("sha384-…"), public SSH keys ("ssh-ed25519 AAAA…") and certificates or public keys
+# between their PEM lines.
+_PUBLIC_KEY_TYPE = re.compile(r"(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+|sk-ssh-ed25519@openssh\.com)\s+$")
+_PUBLIC_PEM = re.compile(r"-----BEGIN (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC KEY BLOCK)-----"
+                         r"[\s\S]*?-----END (?:CERTIFICATE|PUBLIC KEY|RSA PUBLIC KEY|PGP PUBLIC KEY BLOCK)-----")
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _digest_named_before(text: str, start: int) -> bool:
+    """Whether a digest's name comes within 80 characters before `start`, markup left out: the
+    raw-HTML cache is scrubbed as markup and must keep what the index keeps."""
+    return _DIGEST_NEARBY.search(_TAG.sub("", text[max(0, start - 400) : start])[-80:]) is not None
+
+
+def _published(text: str, start: int, token: str) -> bool:
+    before = text[max(0, start - 40) : start]
+    if before.endswith("base64,") or token.startswith(("sha256-", "sha384-", "sha512-")):
+        return True
+    if token.startswith("AAAA") and _PUBLIC_KEY_TYPE.search(before):
+        return True
+    return "-----BEGIN" in text and any(m.start() < start < m.end() for m in _PUBLIC_PEM.finditer(text))
 
 
 def _looks_random_base64(token: str) -> bool:
@@ -118,7 +164,9 @@ def _looks_like_a_hex_key(token: str, preceding: str) -> bool:
 _KNOWN_TOKEN_PREFIXES = (
     "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "sk-", "sk_", "rk_",
     "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "xox", "AIza", "eyJ",
-    "-----BEGIN",
+    "-----BEGIN", "npm_", "hf_", "shpat_", "shpss_", "shpca_", "shppa_", "dop_v1_", "doo_v1_", "dor_v1_",
+    "HRKU-", "PMAK-", "NRAK-", "sntrys_", "sntryu_", "ATATT", "EAAA", "key-", "SG.", "pypi-AgE", "whsec_",
+    "GOCSPX-", "ya29.", "dapi",
 )  # fmt: skip
 
 
@@ -127,8 +175,10 @@ _KNOWN_TOKEN_PREFIXES = (
 # own start that cannot begin another prefix, so no occurrence is skipped
 # (tests/test_clean.py checks them against the prefixes).
 _KNOWN_TOKEN_STARTS = tuple(re.compile(pattern) for pattern in (
-    r"A(?=KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA|Iza)", r"sk(?=[-_])", r"rk_", r"g(?=h[pousr]_|ithub_pat_|lpat-)",
-    r"xo(?=x)", r"eyJ", r"-----BEGIN",
+    r"A(?=KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA|Iza|TATT)", r"sk(?=[-_])", r"rk_", r"g(?=h[pousr]_|ithub_pat_|lpat-)",
+    r"xo(?=x)", r"eyJ", r"-----BEGIN", r"npm_", r"hf_", r"shp(?=at_|ss_|ca_|pa_)", r"do(?=[por]_v1_)",
+    r"HRKU-", r"PMAK-", r"NR(?=AK-)", r"sntry(?=[us]_)", r"EA(?=AA)", r"key-", r"SG\.", r"pypi-AgE", r"whsec_",
+    r"GOCSPX-", r"ya29\.", r"dapi",
 ))  # fmt: skip
 
 
@@ -154,9 +204,102 @@ def _known_tokens(text: str) -> Iterator[re.Match[str]]:
             yield match
 
 
+# A credential written as a value: `TWILIO_AUTH_TOKEN=a2bed2…`, `password: "hV3#pR8…"`, `api_key=Lj…`
+# in a URL, `AccountKey=…;` in a connection string, `sessionid=…` in a cookie, `--access-token …`,
+# "the password I set was Gl4cier!Moth-82", `postgres://app:Pa55word@db`. Only the value goes.
+# Found from the name's key word (one scan), then read on from it: a lazy pattern tried at every
+# character of a page cost ~28 ms a fastapi page.
+_KEY_WORD = re.compile(
+    r"api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|access[_-]?key|accountkey|private[_-]?key"
+    r"|sess(?:ion)?(?:[_-]?id)?|auth[_-]?key",
+    re.IGNORECASE,
+)
+_AFTER_NAME = re.compile(r"""[\w.-]*["']?[ \t]*(?:[:=]|=>|:=)[ \t]*["'`]?([^\s"'`,;&<>()\[\]{}]{6,})""")
+_IN_PROSE = re.compile(
+    r"""pass(?:word|wd|code|phrase)?\b[^.\n]{0,40}?\b(?:is|was|are)[ \t]*["'“‘]?([^\s"'”’,;]{6,})""", re.IGNORECASE)
+_FLAG = re.compile(r"""--(?:auth-|access-|api-)?(?:token|key|password|secret)(?:=|[ \t]+)["']?([^\s"']{8,})""")
+_USERINFO = re.compile(r"""://[^\s:/@'"]{1,64}:([^\s@/'"]{3,128})@""")
+_PLACEHOLDER = re.compile(
+    r"your|xxx|example|placeholder|changeme|redacted|here|\*\*\*|\.\.\.|…|<|\{|\$|%|environ|process\.env|getenv"
+    r"|dummy|sample|insert|replace|secret_?key|password|passwd|token|null|none|true|false|undefined|string|required",
+    re.I,
+)
+_CREDENTIAL_SYMBOL = re.compile(r"[!@#%^*+=?~/]")
+
+
+def _credential_like(value: str, short_ok: bool) -> bool:
+    """Whether a value written after a credential's name is one: not a placeholder, a variable, a
+    path or a word ("Annotated", "oauth2_scheme", "sha256"), but a run with symbols, or with
+    letters and at least two digits, or (for a password) eight digits."""
+    value = value.rstrip(".:")
+    if len(value) < (6 if short_ok else 8) or _PLACEHOLDER.search(value) or value.startswith(("http", "/", "./", "~")):
+        return False
+    digits = sum(c.isdigit() for c in value)
+    if digits == len(value):
+        return short_ok and digits >= 8
+    letters = sum(c.isalpha() for c in value)
+    return bool(_CREDENTIAL_SYMBOL.search(value)) and letters > 0 or (digits >= 2 and letters >= 2)
+
+
+# A US social security number, where the text says it is one.
+_SSN = re.compile(
+    r"(?:SSN|[Ss]ocial\s+[Ss]ecurity(?:\s+(?:[Nn]umber|[Nn]o\.?|#))?)\b[^\d\n]{0,20}(\d{3}-\d{2}-\d{4})\b")
+
+
+_KEY_WORD_STARTS = ("api", "secret", "token", "pass", "pwd", "access", "accountkey", "private", "sess", "auth")
+
+
+def _key_words(text: str) -> Iterator[re.Match[str]]:
+    """`_KEY_WORD.finditer(text)`, tried only where one of its words starts (found in the lowered
+    text with plain searches: an IGNORECASE alternation scanned at every character was the cost)."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        yield from _KEY_WORD.finditer(text)
+        return
+    starts: set[int] = set()
+    for literal in _KEY_WORD_STARTS:
+        at = lowered.find(literal)
+        while at != -1:
+            starts.add(at)
+            at = lowered.find(literal, at + 1)
+    end = 0
+    for start in sorted(starts):
+        if start >= end and (match := _KEY_WORD.match(text, start)) is not None:
+            end = match.end()
+            yield match
+
+
+def _keyed_credentials(text: str) -> Iterator[Span]:
+    for named in ("SSN", "ocial security", "ocial Security"):
+        at = text.find(named)
+        while at != -1:
+            if (ssn := _SSN.match(text, at - (0 if named == "SSN" else 1))) is not None:
+                yield ssn.start(1), ssn.end(1), SECRET_TOKEN
+            at = text.find(named, at + 1)
+    found: list[tuple[re.Match[str], bool]] = []
+    for word in _key_words(text):
+        password = word.group()[0] in "pP"
+        if (match := _AFTER_NAME.match(text, word.end())) is not None:
+            found.append((match, password))
+        if password and (match := _IN_PROSE.match(text, word.start())) is not None:
+            found.append((match, True))
+    found += [(match, "password" in match.group()) for match in _FLAG.finditer(text)]
+    found += [(match, True) for match in _USERINFO.finditer(text)]
+    for match, short_ok in found:
+        value = match.group(1)
+        if text.startswith(("(", "["), match.end(1)):
+            continue  # a call or a subscript: `password_hash = sha256(password)`
+        if _credential_like(value, short_ok):
+            yield match.start(1), match.start(1) + len(value.rstrip(".:")), SECRET_TOKEN
+
+
 def find_secrets(text: str) -> Iterator[Span]:
     for match in _known_tokens(text):
-        if match.lastgroup not in _NEEDS_A_DIGIT or has_digit(match.group()):
+        token = match.group()
+        if match.lastgroup in _NEEDS_MIXED_CASE and not (any(c.isupper() for c in token[3:])
+                                                         and any(c.islower() for c in token[3:])):
+            continue
+        if match.lastgroup not in _NEEDS_A_DIGIT or has_digit(token):
             yield match.start(), match.end(), SECRET_TOKEN
     credentials = [
         match for word, pattern in _BEARERS if word in text  # each starts with its word: a fast search
@@ -166,13 +309,17 @@ def find_secrets(text: str) -> Iterator[Span]:
     for match in sorted(credentials, key=lambda m: m.start()):
         if has_digit(match.group(1)):
             yield match.start(1), match.end(1), SECRET_TOKEN
+    yield from _keyed_credentials(text)
     for match in _TOKEN_RUN.finditer(text):
         start, end = match.span()
         if (start and _TOKEN_EDGE.match(text, start - 1)) or (end < len(text) and _TOKEN_EDGE.match(text, end)):
             continue  # part of a longer word, path or run
         token = match.group()
+        if _published(text, start, token):
+            continue
         if _HEX.fullmatch(token):
             secret = _looks_like_a_hex_key(token, text[max(0, match.start() - 16) : match.start()])
+            secret = secret and not _digest_named_before(text, start)
         else:
             secret = _looks_random_base64(token)
         if secret:

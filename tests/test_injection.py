@@ -269,9 +269,9 @@ def test_no_false_positives_on_the_documentation_fixtures(root):
 
 
 # Two corpora of injections and of ordinary text that looks like them, written for frontdesk by
-# helpers who never saw this code (tests/eval/injection/). The markers were widened on the two
+# helpers who never saw this code (tests/corpora/injection/). The markers were widened on the two
 # calibration corpora; report.jsonl was run before and after each, never read for a change.
-INJECTION_CORPORA = Path(__file__).parent / "eval" / "injection"
+INJECTION_CORPORA = Path(__file__).parent / "corpora" / "injection"
 
 
 @pytest.mark.parametrize("corpus, caught, flagged", [
