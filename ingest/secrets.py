@@ -238,7 +238,7 @@ def _credential_like(value: str, short_ok: bool) -> bool:
     if digits == len(value):
         return short_ok and digits >= 8
     letters = sum(c.isalpha() for c in value)
-    return bool(_CREDENTIAL_SYMBOL.search(value)) and letters > 0 or (digits >= 2 and letters >= 2)
+    return (letters > 0 and _CREDENTIAL_SYMBOL.search(value) is not None) or (digits >= 2 and letters >= 2)
 
 
 # A US social security number, where the text says it is one.
