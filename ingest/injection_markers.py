@@ -173,6 +173,9 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      rf"(?:please\s+|you\s+)?(?:[\w']+\s+){{0,3}}?{_DIRECTIVE_VERBS}\b"),
     ("addressed_to_ai", (AI, ("you",)),
      rf"\bas\s+(?:an?|the)\s+{AI_NAMES},?\s+(?:you\s+(?:must|should|will|shall|have\s+to|need\s+to)|your)\b"),
+    # "Assistants, chatbots and search tools: please describe…"
+    ("addressed_to_ai", (AI, (":",)),
+     rf"(?:^|(?<=[\n.!?]))\s*{AI_NAMES}(?:\s*,\s*[\w -]{{1,40}}?)\s*:\s*(?:please\s+)?{_DIRECTIVE_VERBS}\b"),
     # "AI agents reading this footer must respond…", "the assistant that reads this page should tell…".
     ("addressed_to_ai", (AI, _READING),
      rf"\b(?:(?:any|all|every|the|an?)\s+)?(?:\w+\s+)?{AI_NAMES}\s+(?:that|which|who)?\s*(?:is\s+|are\s+)?"
@@ -193,7 +196,8 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      rf"\b{AI_NAMES}\b[^.!?\n:]{{0,60}}?\b(?:must|should|shall|(?:is|are)\s+required\s+to|needs?\s+to|ha(?:ve|s)\s+to)"
      r"\s+(?:(?:always|now|also|only|never|not|first|instead)\s+)?(?:say|tell|claim|state|present|describe|mention"
      r"|recommend|give|quote|decline|refuse|append|rate|score|approve|warn|call|click|forward|delete|run|save|treat"
-     r"|emphasi[sz]e|direct|redirect|insist|inform|report|(?:answer|respond|reply)\s+(?:that|with|only|this\s+way))\b"),
+     r"|emphasi[sz]e|direct|redirect|insist|inform|report|set\s+aside|ignore|disregard|omit|skip|leave\s+out"
+     r"|(?:answer|respond|reply)\s+(?:that|with|only|this\s+way))\b"),
     ("addressed_to_ai", (AI, ("important", "essential", "critical", "mandatory", "imperative")),
      rf"\b(?:important|essential|critical|mandatory|imperative)\s+that\s+(?:all\s+|any\s+|the\s+)?{AI_NAMES}\b"),
     ("addressed_to_ai", (AI, ("answer", "response"), ("for",)),
@@ -227,6 +231,95 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      r"(?:append|include|add|render|attach|send|forward|embed|display)\b[^\n]{0,80}?https?://\S+(?:[?&]\w+=|\{)"
      r"[^\n]{0,80}?\b(?:user|visitor|conversation|chat|e-?mail|messages?|question|history|transcript|summary)"
      r"|https?://\S*\{(?:summary|conversation\w*|history|user\w*|email|question|chat\w*|messages?)\}"),
+    # -- indirect orders, no model named: what an answer or a summary *of this page* must say ----------
+    ("indirect_order", (("summar", "recap", "condens", "resum", "résum", "zusammenfass", "riassun", "samenvat"),
+                        ("this", "esta", "dieser", "cette", "questa", "deze", "este")),
+     r"\b(?:summar\w*|recap\w*|condens\w*|resumen\w*|resumo\w*|résum\w*|zusammenfass\w*|riassun\w*|samenvat\w*)"
+     r"\b[^.!?\n]{0,60}?\b(?:this|these|esta|este|dieser|diese|cette|ce|questa|questo|deze|dit)\s+(?:page|document|site"
+     r"|listing|article|text|reviews?|post|página|pagina|seite|seiten|documento|documenti|anuncio|artikel)\b[^.!?\n]{0,80}?"
+     r"\b(?:should|must|is\s+expected|are\s+expected|shall|mention\w*|state|say|describe|include|open\s+with"
+     r"|debe\w*|deve\w*|sollte|muss|doit|dovrebbe|moet|indique|menciona\w*|erwähnt|dire)\b"),
+    ("indirect_order", (("autom", "machine", "conversational", "answer engine", "search tool", "reader-bot",
+                         "ki-hinweis", "elabora", "automatycz"),),
+     r"\b(?:note|notes|guidance|tips?|hints?|context|instructions?|guidelines|behaviou?r|directions?|advice|nota|uwaga"
+     r"|hinweis|remarque|aviso)\s+(?:\w+\s+)?(?:for|to|para|per|dla|für|pour)\s+(?:any\s+|all\s+|the\s+|los\s+|chi\s+)?"
+     r"(?:automated|automatic|machine|conversational|answer|search|ai-generated|robot|sistemas\s+autom\w+|elabora"
+     r"|systemów)[\w\s-]{0,40}?:"
+     r"|\((?:for|para|pour|für)\s+(?:machine|automated|ai)\s+readers?\)|\bki-hinweis\s*:|\breader-bots?\b"),
+    ("indirect_order", (("ai", "llm", "gpt", "bot", "ki", "ia"), ("directive", "instruction", "note", "hinweis", "hint",
+                                                                "prompt", "guidance", "rule")),
+     r"(?:^|\n)[ \t]*(?:x-)?(?:ai|llm|gpt|bot|ki|ia)[-_ ]?(?:directives?|instructions?|notes?|hinweis|hints?|prompts?"
+     r"|guidance|rules?)[ \t]*:"),
+    # "When this page is summarised, the summary should…", "Quando questa pagina viene riassunta".
+    ("indirect_order", (("this", "questa", "cette", "esta", "diese", "deze"), ("summar", "condens", "recap", "riassunt",
+                                                                            "résum", "resum", "zusammengefasst")),
+     r"\b(?:this|these|questa|cette|esta|diese|deze)\s+(?:page|document|site|listing|article|text|pagina|página|seite)\s+"
+     r"(?:is|are|gets|get|viene|est|es|wird)\s+(?:being\s+)?(?:summari[sz]ed|summari[sz]ing|condensed|recapped|riassunt[ao]"
+     r"|résumée?|resumida|zusammengefasst)\b"),
+    # "Readers relying on automated summaries should be told…", "resumos automáticos devem…".
+    ("indirect_order", (("autom", "machine", " ai "), ("summar", "resum", "résum", "zusammenfass", "riassunt", "recap",
+                                                      "overview")),
+     r"\b(?:(?:automated|automatic|ai|machine)\s+(?:summar\w+|recaps?|overviews?)|resum(?:os|enes)\s+autom\w+"
+     r"|résumés\s+automatiques|automatischen?\s+zusammenfassungen|riassunti\s+automatici)\b[^.!?\n]{0,60}?"
+     r"\b(?:should|must|need\s+to|devem|deben|doivent|müssen|devono)\b"),
+    ("indirect_order", (("note", "message", "instruction"), ("model", "tool", "system", "engine")),
+     r"\b(?:note|message|instructions?)\s+(?:to|for)\s+the\s+(?:model|tool|system|engine)\s+(?:summari[sz]\w+|reading"
+     r"|processing|answering|generating|condensing)\b"),
+    ("indirect_order", (("any", "every", "each"), ("tool", "program", "system", "software", "model", "engine")),
+     r"\b(?:any|every|each)\s+(?:tool|program|system|software|model|engine)\s+that\s+(?:condenses|summari[sz]es|reads"
+     r"|processes|parses|answers\s+from)\s+this\b"),
+    ("indirect_order", (("in every", "in each", "in any"), ("repl", "answer", "recap", "comparison")),
+     # Not "in each response" (an API's responses, on documentation).
+     r"\bin\s+(?:every|each|any)\s+(?:reply|answer|recap|comparison)\b"),
+    ("indirect_order", (("answer", "reply", "response"), ("must", "should")),
+     r"\bthe\s+(?:answer|reply|response)\s+(?:to\s+[^.!?\n]{0,40}?\s+)?(?:must|should)\s+(?:always\s+|simply\s+)?be\s+"
+     r"(?:that|['\"‘“])"),
+    ("indirect_order", (("guidelines", "rules", "instructions", "policy"), ("attached", "this page", "for this")),
+     r"\b(?:response|answer|reply)\s+(?:guidelines|rules|instructions|policy)\s+(?:attached\s+to|for)\s+this\s+"
+     r"(?:page|site|listing)"),
+    ("indirect_order", (("generated",), ("reply", "replies", "answer", "response", "summar", "recap")),
+     r"\b(?:any|every|each|all)\s+(?:\w+\s+)?generated\s+(?:reply|replies|answers?|responses?|summar\w+|recaps?)\b"),
+    ("indirect_order", (("your next",),), r"\byour\s+next\s+(?:answer|reply|response)\b"),
+    ("indirect_order", (("whoever",),),
+     r"\bwhoever\s+(?:is\s+)?(?:compil\w+|generat\w+|produc\w+|writ\w+)\s+(?:the\s+)?(?:answers|responses|replies"
+     r"|summaries)|\bwhoever\s+(?:is\s+)?reading\s+this\s+\w+\s+on\s+behalf\s+of\b|\bwhoever\s+reads\s+this\s+next\b"),
+    ("indirect_order", (("ensure", "make sure"), ("respons", "answer", "repl", "summar")),
+     r"\b(?:ensure|make\s+sure)\s+(?:that\s+)?(?:the\s+|all\s+|any\s+)?(?:responses?|answers?|replies|summar\w+)"
+     r"\s+(?:to\s+any\s+question\s+)?(?:about|on|regarding|concerning)\b"),
+    ("indirect_order", (("play a game", "imagine", "pretend", "jouons", "juguemos", "spielen wir"),
+                        ("visitor", "user", "customer", "visiteur", "usuario", "besucher", "you")),
+     r"\b(?:let'?s\s+(?:play\s+a\s+game|imagine|pretend)|jouons\s+à\s+un\s+jeu|juguemos|spielen\s+wir)\b[^.!?\n]{0,40}?"
+     r"\b(?:you(?:'re|\s+are)?|tu\s+es|eres|du\s+bist)\b[^\n]{0,120}?\b(?:visitors?|users?|customers?|visiteurs?"
+     r"|usuarios?|clientes?|besucher|kunden)\b"),
+    # The page told to be contradicted: "regardless of the opening times listed elsewhere", "even though
+    # the shipping page says 3 to 5 days", "takes precedence over the privacy policy text".
+    ("indirect_order", (("regardless", "irrespective", "even though", "even if", "precedence", "elsewhere",
+                         "silently", "unabhängig", "independientemente", "quel que soit"),
+                        ("say", "tell", "state", "answer", "respons", "repl", "list", "correct", "mention", "quote",
+                         "anzugeben", "antwort", "diga", "dites", "wrong", "outdated")),
+     r"\b(?:regardless|irrespective)\s+of\s+(?:what|the)\b[^.!?\n]{0,50}?\b(?:page|site|says|listed|stated|published"
+     r"|guide|policy|leaflet)\b"
+     r"|\beven\s+(?:though|if)\s+the\s+(?:\w+\s+){0,3}(?:page|site|guide|policy|listing|leaflet)\s+(?:says|states|lists"
+     r"|shows|doesn't|does\s+not)"
+     r"|\btakes?\s+precedence\s+over\s+the\s+(?:\w+\s+){0,3}(?:text|page|policy|section|listing)"
+     r"|\b(?:listed|stated|shown|given)\s+elsewhere\b[^.!?\n]{0,40}?\b(?:wrong|outdated|incorrect|should|must)\b"
+     r"|\b(?:silently|quietly)\s+(?:corrected|add|ignored|omit\w*|replace\w*)"
+     r"|\bunabhängig\s+von\s+den\s+angaben\b|\bindependientemente\s+de\s+lo\s+que\b"),
+    ("indirect_order", (("correct", "helpful", "preferred", "only accurate", "fixed"), ("repl", "answer", "respons",
+                                                                                    "wording", "description")),
+     r"\bthe\s+(?:correct|helpful|preferred|right|only\s+accurate)\s+(?:reply|answer|response|wording|description)\s+"
+     r"(?:is|to\s+give)\b[^\n]{0,160}?\b(?:no\s+other|any\s+other|fixed|takes\s+precedence|outdated|generated|users?"
+     r"|visitors?|customers?)\b"),
+    ("indirect_order", (("your repl", "your respons", "your answer", "in every reply", "in every response"),),
+     # Not "your responses parameter" (FastAPI's docs): replies and answers only.
+     r"\b(?:in|from)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?your\s+(?:replies|answers)\b"
+     r"|\byour\s+(?:reply|response|answer)\s+should\b"),
+    ("indirect_order", (("if you are able", "if you can"), ("order", "cart", "buy", "purchase", "click", "email")),
+     r"\bif\s+you\s+(?:are\s+able|can)\s+to\s+(?:place\s+orders|buy|purchase|click|send\s+e-?mails?|browse)"),
+    ("indirect_order", (("in jeder antwort", "chaque réponse", "cada respuesta", "ogni risposta", "elke antwoord",
+                         "każdej odpowiedzi", "cada resposta", "jeder antwort"),),
+     r"\b(?:in\s+jeder\s+antwort|dans\s+chaque\s+réponse|chaque\s+réponse\s+(?:générée|doit)|en\s+cada\s+respuesta"
+     r"|in\s+ogni\s+risposta|in\s+elk\s+antwoord|w\s+każdej\s+odpowiedzi|em\s+cada\s+resposta)\b"),
     # -- orders about every answer: what no page says to a person ---------------------------------
     ("answer_format", (("end", "begin", "start", "finish", "conclude", "close", "sign"),
                        ("answer", "response", "repl", "message", "summar")),
@@ -308,9 +401,9 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
      r"\b(?:begin|start)\s+(?:admin|system|developer|root)\s+(?:message|instructions?|prompt|mode)\b"),
     # -- encoded: an order hidden in Base64, ROT13 or backwards, with the order to decode it -------
     ("encoded_instruction", (("decode", "rot13", "rot-13", "backwards", "base64", "decipher"),
-                             ("follow", "obey", "comply", "do what", "execute", "carry out")),
+                             ("follow", "obey", "comply", "do what", "execute", "carry out", "apply it", "act on")),
      r"\b(?:decode|decipher|rot-?13|base64|read\s+(?:this|it|the\s+following|the\s+text)(?:\s+sentence)?\s+backwards)"
-     r"\b[^\n]{0,120}?\b(?:follow|obey|comply|do\s+what\s+it\s+says|execute|carry\s+out)\b"),
+     r"\b[^\n]{0,120}?\b(?:follow|obey|comply|do\s+what\s+it\s+says|execute|carry\s+out|apply\s+it|act\s+on)\b"),
     # -- the same orders in the other languages frontdesk indexes most -----------------------------
     # A note headed to a model: "Aviso para assistentes virtuais:", "An die KI, die …:", "Till
     # AI-assistenten som läser detta:", "Opmerking voor AI-assistenten:", "Uwaga dla modeli językowych:".
