@@ -25,6 +25,7 @@ closing tag removes everything up to the closing tag.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -122,9 +123,24 @@ def fold_with_origin(text: str) -> tuple[str, list[int]]:
 # Markers
 # ---------------------------------------------------------------------------------------------
 
-_MARKERS = [(reason, tuple(gate if gate is AI else frozenset(gate) for gate in gates), re.compile(pattern))
-            for reason, gates, pattern in PATTERNS]
-_GATE_WORDS = tuple({word: None for _, gates, _ in PATTERNS for gate in gates if gate is not AI for word in gate})
+def _fewest_words(gate: tuple[str, ...]) -> frozenset[str]:
+    """A gate's words without those that hold another of them ("summari" beside "summar"): the same
+    test, fewer substring searches."""
+    return frozenset(word for word in gate if not any(other != word and other in word for other in gate))
+
+
+def _gate_order(gate: frozenset[str] | tuple[str, ...]) -> tuple[int, int]:
+    """Gates of long words first, short words and punctuation next, the model's names last: most
+    texts fail a pattern's first gate, so the common words of its others are seldom looked for."""
+    return (2, 0) if gate is AI else (1 if min(map(len, gate)) < 4 else 0, len(gate))
+
+
+_MARKERS = [(reason, tuple(sorted((gate if gate is AI else _fewest_words(gate) for gate in gates), key=_gate_order)),
+             re.compile(pattern)) for reason, gates, pattern in PATTERNS]
+# Looked for in every text: the words of each pattern's first gate. A pattern's other gates are
+# looked for only in the texts that hold its first (a set of every gate word, tested in each text,
+# was half of the screen's time once it had ~450 words).
+_FIRST_GATE_WORDS = tuple({word: None for _, gates, _ in _MARKERS if gates[0] is not AI for word in gates[0]})
 _CLOSING_TAG = re.compile(r"<\s*/\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[/\s*(inst)\s*\]"
                           r"|<<\s*/\s*(sys)\s*>>|<\|\s*(?:im_end|eot_id|end)\s*\|>")
 _OPENING_TAG = re.compile(r"<\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[\s*(inst)\s*\]"
@@ -145,16 +161,21 @@ def _names_an_ai(folded: str) -> bool:
 
 
 def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
-    present = {word for word in _GATE_WORDS if word in folded}  # one substring test a word
+    present = {word for word in _FIRST_GATE_WORDS if word in folded}  # one substring test a word
+    looked: set[str] = set(_FIRST_GATE_WORDS)
     names_an_ai: bool | None = None  # looked for only when a pattern's other gates hold
     for reason, gates, pattern in _MARKERS:
         for gate in gates:
-            if gate is AI:
+            if not isinstance(gate, frozenset):  # AI: the words that name a model
                 if names_an_ai is None:
                     names_an_ai = _names_an_ai(folded)
                 if not names_an_ai:
                     break
-            elif present.isdisjoint(gate):
+                continue
+            if not gate <= looked:
+                present.update(word for word in gate - looked if word in folded)
+                looked.update(gate)
+            if present.isdisjoint(gate):
                 break
         else:
             for match in pattern.finditer(folded):
@@ -168,6 +189,22 @@ def find_injections(text: str) -> list[tuple[str, int, int]]:
     """(reason, start, end) of every marker in ``text``, as indexes into ``text`` itself."""
     if not text:
         return []
+    if len(text) <= _REMEMBERED_CHARS:
+        return list(_remembered_injections(text))
+    return _find_injections(text)
+
+
+# A site repeats most of its texts page after page (headings, navigation, footers: 10,236 distinct
+# among the 35,036 texts of the two documentation fixtures); a short text's verdict is remembered.
+_REMEMBERED_CHARS = 2000
+
+
+@functools.lru_cache(maxsize=8192)
+def _remembered_injections(text: str) -> tuple[tuple[str, int, int], ...]:
+    return tuple(_find_injections(text))
+
+
+def _find_injections(text: str) -> list[tuple[str, int, int]]:
     folded = fold(text)
     found = list(_markers(folded))
     if not found:
@@ -191,7 +228,10 @@ _SPELLED_APART = re.compile(r"(?<![a-z0-9])[a-z0-9]([ ._-])(?:[a-z0-9]\1)+[a-z0-
 _SYLLABLES = re.compile(r"(?<=[a-z])-(?=[a-z])")
 _LEET_WORD = re.compile(r"[a-z0-9@$]*(?:[a-z][0-9@$]|[0-9@$][a-z])[a-z0-9@$]*")
 _LEET = str.maketrans("0134578@$", "oieastbas")
-_OBFUSCATED = re.compile(f"{_SPELLED_APART.pattern}|{_SYLLABLES.pattern}|{_LEET_WORD.pattern}")
+# What calls for the second reading: a run spelled apart, a word cut into three pieces or more, or
+# one with two leet digits among letters ("pr3v10u5"); not "well-known" or "python3".
+_OBFUSCATED = re.compile(f"{_SPELLED_APART.pattern}" r"|[a-z]{1,5}-[a-z]{1,5}-[a-z]"
+                         r"|[a-z][0134578@$][a-z0-9@$]*[0134578@$]|[0134578@$][a-z]+[0134578@$]")
 
 
 def _put_together(folded: str) -> str:
@@ -212,11 +252,21 @@ def _unobfuscated(folded: str) -> tuple[str, list[int]]:
     return _put_together(folded), origin
 
 
+# Words an order hardly goes without: the markers are read again only when putting the text
+# together brings one of them out ("well-known", "utf8", "python3" are common and bring none).
+_ORDER_WORDS = ("ignor", "disregard", "forget", "instruc", "assist", "prompt", "previous", "rule", "guideline",
+                "system", "summar", "model", "chatbot", "bot", "reply", "respon", "answer", "tell", "say", "visitor",
+                "user", "reveal", "print", "repeat", "always", "never")
+
+
 def _unobfuscated_markers(text: str, folded: str) -> list[tuple[str, int, int]]:
     """Markers that only the text put together again shows, as indexes into ``text``."""
     if not _OBFUSCATED.search(folded):
         return []
-    if not any(True for _ in _markers(_put_together(folded))):
+    together = _put_together(folded)
+    if together == folded or not any(word in together and word not in folded for word in _ORDER_WORDS):
+        return []
+    if not any(True for _ in _markers(together)):
         return []
     variant, to_folded = _unobfuscated(folded)  # the slow way, only for the texts that need it
     found = list(_markers(variant))

@@ -407,14 +407,16 @@ PATTERNS: tuple[tuple[str, tuple[tuple[str, ...], ...], str], ...] = (
     # -- the same orders in the other languages frontdesk indexes most -----------------------------
     # A note headed to a model: "Aviso para assistentes virtuais:", "An die KI, die …:", "Till
     # AI-assistenten som läser detta:", "Opmerking voor AI-assistenten:", "Uwaga dla modeli językowych:".
-    ("addressed_to_ai", (_MULTI_AI_HINTS,),
+    ("addressed_to_ai", (_MULTI_AI_HINTS, ("para ", "pour ", "für ", "fur ", "an ", "per ", "voor ", "aan ", "till ",
+                                           "dla ", "для ", "al ", "à ", "aux ")),
      rf"(?:^|(?<=[\s(\[\"“«„]))(?:para|pour|für|fur|an|per|voor|aan|till|dla|для|al|à|aux)\s+(?:l'|la\s+|el\s+|le\s+"
      rf"|les\s+|los\s+|las\s+|die\s+|den\s+|de\s+|het\s+|o\s+|os\s+|a\s+|as\s+|i\s+|gli\s+|il\s+|todos\s+los\s+"
      rf"|alle\s+)?{_MULTI_AI}\b[^.!?\n:]{{0,50}}?[:]"),
     ("addressed_to_ai", (_MULTI_AI_HINTS, _MULTI_MODALS),
      rf"\b{_MULTI_AI}\b[^.!?\n:]{{0,50}}?\b(?:debe|deben|deve|devem|muss|müssen|doit|doivent|devono"
      rf"|moet|moeten|måste|ska|musi|muszą|должен|должны)\b"),
-    ("addressed_to_ai", (_MULTI_AI_HINTS,),
+    ("addressed_to_ai", (_MULTI_AI_HINTS, ("beste", "querid", "cher", "liebe", "caro", "cara", "drogi", "kære", "kära",
+                                           "asystencie", "asistente", "assistente")),
      rf"\b(?:beste|querido|querida|cher|chère|liebe|lieber|caro|cara|drogi|kære|kära)\s+{_MULTI_AI}\b"
      rf"|\b(?:asystencie|asistente|assistente)\s+(?:ai|ia|virtual|virtuale)?\s*,"),
     ("addressed_to_ai", (("助手", "人工智能", "yapay zek"),),

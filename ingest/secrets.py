@@ -246,7 +246,9 @@ _SSN = re.compile(
     r"(?:SSN|[Ss]ocial\s+[Ss]ecurity(?:\s+(?:[Nn]umber|[Nn]o\.?|#))?)\b[^\d\n]{0,20}(\d{3}-\d{2}-\d{4})\b")
 
 
-_KEY_WORD_STARTS = ("api", "secret", "token", "pass", "pwd", "access", "accountkey", "private", "sess", "auth")
+# "api" alone is in every "fastapi": the key's own spellings are looked for.
+_KEY_WORD_STARTS = ("api_key", "api-key", "apikey", "secret", "token", "pass", "pwd", "access", "accountkey", "private",
+                    "sess", "auth")
 
 
 def _key_words(text: str) -> Iterator[re.Match[str]]:
