@@ -105,13 +105,15 @@ def _digest_named_before(text: str, start: int) -> bool:
     return _DIGEST_NEARBY.search(_TAG.sub("", text[max(0, start - 400) : start])[-80:]) is not None
 
 
-def _published(text: str, start: int, token: str) -> bool:
+def _published(text: str, start: int, token: str, public_blocks: list[tuple[int, int]]) -> bool:
+    """Whether a token run is what pages publish (see above); `public_blocks`: the spans of the
+    text's certificates and public keys."""
     before = text[max(0, start - 40) : start]
     if before.endswith("base64,") or token.startswith(("sha256-", "sha384-", "sha512-")):
         return True
     if token.startswith("AAAA") and _PUBLIC_KEY_TYPE.search(before):
         return True
-    return "-----BEGIN" in text and any(m.start() < start < m.end() for m in _PUBLIC_PEM.finditer(text))
+    return any(block_start < start < block_end for block_start, block_end in public_blocks)
 
 
 def _looks_random_base64(token: str) -> bool:
@@ -176,15 +178,25 @@ _KNOWN_TOKEN_PREFIXES = (
 # (tests/test_clean.py checks them against the prefixes).
 _KNOWN_TOKEN_STARTS = tuple(re.compile(pattern) for pattern in (
     r"A(?=KIA|SIA|GPA|IDA|ROA|NPA|NVA|IPA|Iza|TATT)", r"sk(?=[-_])", r"rk_", r"g(?=h[pousr]_|ithub_pat_|lpat-)",
-    r"xo(?=x)", r"eyJ", r"-----BEGIN", r"npm_", r"hf_", r"shp(?=at_|ss_|ca_|pa_)", r"do(?=[por]_v1_)",
-    r"HRKU-", r"PMAK-", r"NR(?=AK-)", r"sntry(?=[us]_)", r"EA(?=AA)", r"key-", r"SG\.", r"pypi-AgE", r"whsec_",
-    r"GOCSPX-", r"ya29\.", r"dapi",
+    r"xo(?=x)", r"eyJ", r"-----BEGIN",
 ))  # fmt: skip
+# The formats added later, each with its literal start: found with plain searches, which cost far
+# less than a pattern's scan each (and most pages hold none of them).
+_LITERAL_TOKEN_STARTS = (
+    "npm_", "hf_", "shpat_", "shpss_", "shpca_", "shppa_", "dop_v1_", "doo_v1_", "dor_v1_", "HRKU-", "PMAK-",
+    "NRAK-", "sntrys_", "sntryu_", "EAAA", "key-", "SG.", "pypi-AgE", "whsec_", "GOCSPX-", "ya29.", "dapi",
+)  # fmt: skip
 
 
 def _known_token_starts(text: str) -> list[int]:
     """Every position where one of `_KNOWN_TOKEN_PREFIXES` occurs, in order."""
-    return sorted({match.start() for pattern in _KNOWN_TOKEN_STARTS for match in pattern.finditer(text)})
+    starts = {match.start() for pattern in _KNOWN_TOKEN_STARTS for match in pattern.finditer(text)}
+    for literal in _LITERAL_TOKEN_STARTS:
+        at = text.find(literal)
+        while at != -1:
+            starts.add(at)
+            at = text.find(literal, at + 1)
+    return sorted(starts)
 
 
 def _known_tokens(text: str) -> Iterator[re.Match[str]]:
@@ -247,8 +259,9 @@ _SSN = re.compile(
 
 
 # "api" alone is in every "fastapi": the key's own spellings are looked for.
-_KEY_WORD_STARTS = ("api_key", "api-key", "apikey", "secret", "token", "pass", "pwd", "access", "accountkey", "private",
-                    "sess", "auth")
+_KEY_WORD_STARTS = ("api_key", "api-key", "apikey", "secret", "token", "pass", "pwd", "access_key", "access-key",
+                    "accesskey", "accountkey", "private_key", "private-key", "privatekey", "sess", "auth_key",
+                    "auth-key", "authkey")
 
 
 def _key_words(text: str) -> Iterator[re.Match[str]]:
@@ -312,12 +325,13 @@ def find_secrets(text: str) -> Iterator[Span]:
         if has_digit(match.group(1)):
             yield match.start(1), match.end(1), SECRET_TOKEN
     yield from _keyed_credentials(text)
+    public_blocks = [m.span() for m in _PUBLIC_PEM.finditer(text)] if "-----BEGIN" in text else []
     for match in _TOKEN_RUN.finditer(text):
         start, end = match.span()
         if (start and _TOKEN_EDGE.match(text, start - 1)) or (end < len(text) and _TOKEN_EDGE.match(text, end)):
             continue  # part of a longer word, path or run
         token = match.group()
-        if _published(text, start, token):
+        if _published(text, start, token, public_blocks):
             continue
         if _HEX.fullmatch(token):
             secret = _looks_like_a_hex_key(token, text[max(0, match.start() - 16) : match.start()])
