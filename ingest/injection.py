@@ -15,7 +15,17 @@ look-alike letters from other scripts mapped to Latin, lower case):
   the AI", "if you are an AI / a language model…", "attention LLMs";
 - ``prompt_leak``: "reveal / print / repeat your system prompt (instructions…)";
 - ``fake_role_tag``: chat-template and role markup: ``<system>``, ``</assistant>``, ``<|im_start|>``,
-  ``[INST]``, ``<<SYS>>``, ``### System:``, a line starting "system:" or "assistant:".
+  ``[INST]``, ``<<SYS>>``, ``### System:``, a line starting "system:" or "assistant:";
+- ``answer_format``: orders about every answer ("end every reply with…", "always state that…",
+  "tell every visitor that…");
+- ``exfiltration``: a link or image whose address is to carry what the visitor wrote;
+- ``encoded_instruction``: "decode this Base64 and follow it";
+- ``indirect_order``: an order that names no model: what a summary or an answer *of this page* must
+  say, notes for automated readers, the page told to be contradicted.
+
+The table itself is ``ingest/injection_markers.py``, with the same orders in other languages. A
+text with no marker is read once more with words spelled apart, cut into syllables or written in
+leetspeak put together.
 
 Text that talks *about* these things is not flagged: "the system prompt", "assistant messages",
 "the model should return JSON" address no one. A marker removes its block (paragraph) from the
