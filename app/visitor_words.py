@@ -19,7 +19,7 @@ from ingest.lang import primary_subtag
 
 #: (what a visitor writes, what sites write for it by language). Needs that shops, cafés and
 #: venues answer on their pages: a diet, milk, getting in, parking, delivery, shipping, a
-#: damaged order, a gift voucher, pets.
+#: damaged order, a gift voucher, pets; and a kitchen's words in British and American English.
 _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"co?eliacs?|c[oe]liac\s+disease|cel[ií]ac[oa]s?|cel[ií]aqu[ií]a|z[öo]liakie|c(?:œ|oe)liaques?|gluten\s+intoleran\w+",
      {"en": "gluten-free gluten", "es": "sin gluten gluten", "de": "glutenfrei gluten", "fr": "sans gluten gluten"}),
@@ -50,6 +50,20 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
      r"ch[èe]ques?[\s-]cadeaux?",
      {"en": "gift card gift cards", "es": "tarjeta regalo tarjetas regalo", "de": "Geschenkkarte Gutschein",
       "fr": "carte cadeau"}),
+    # British and American kitchens: "what size tin?" on a page that writes "8-inch pans", and back.
+    (r"(?:cake\s+|baking\s+|loaf\s+)?tins?", {"en": "pan pans"}),
+    (r"(?:cake\s+|baking\s+|loaf\s+)pans?", {"en": "tin tins"}),
+    (r"courgettes?", {"en": "zucchini"}),
+    (r"zucchinis?", {"en": "courgette courgettes"}),
+    (r"aubergines?", {"en": "eggplant"}),
+    (r"eggplants?", {"en": "aubergine"}),
+    (r"icing\s+sugar", {"en": "powdered sugar confectioners"}),
+    (r"powdered\s+sugar|confectioners['’]?\s+sugar", {"en": "icing sugar"}),
+    (r"caster\s+sugar", {"en": "superfine sugar"}),
+    (r"plain\s+flour", {"en": "all-purpose flour"}),
+    (r"all[- ]purpose\s+flour", {"en": "plain flour"}),
+    (r"double\s+cream", {"en": "heavy cream"}),
+    (r"heavy\s+cream", {"en": "double cream"}),
     (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
      {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
 )

@@ -65,6 +65,8 @@ def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
     assert site_terms_for("what would you charge to bring a cake to my house?", "en")[0] == "delivery deliver"
     assert site_terms_for("¿me lo lleváis a casa?", "es")[0] == "reparto domicilio"
     assert site_terms_for("can I buy a gift voucher?", "en") == ("gift card gift cards", {"voucher"})
+    assert site_terms_for("how many tins and what size for the cake?", "en")[0] == "pan pans"
+    assert site_terms_for("can I swap the courgette for aubergine?", "en")[0] == "zucchini eggplant"
     assert site_terms_for("vale, ¿y cuánto cuesta?", "es") == ("", frozenset())  # "vale": okay
     for question in ("auto reload in uvicorn", "How do I deploy with Docker?", "how do I drive the API from a script?",
                      "i shipped a broken release", "how do I send a request with a body?", "POST a form",
