@@ -391,7 +391,17 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
 
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
 #: a time of day, a price.
-_MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"))
+#: A nutrition figure asked ("how many calories…", "¿cuántas calorías…?", "how much sodium…"):
+#: only a passage that writes one answers; a recipe page without nutrition facts was answered with
+#: its introduction. Not sugar, fat or salt: those are ingredients too ("how much sugar goes in?").
+_ASKS_NUTRITION = re.compile(
+    r"\b(?:calor[ií]\w*|kcal|kalori\w*|kilojoules?|sodium|sodio|natrium|prot[eé]in\w*|carbohydrates?|carbs"
+    r"|kohlenhydrate|glucides|hidratos|fib(?:re|er)|ballaststoffe)\b", re.I)
+_NUTRITION = re.compile(
+    r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
+    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
+_MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
+               (_ASKS_NUTRITION, "nutrition", "nutrition figure"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -427,6 +437,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "address": lambda text: bool(_ADDRESS.search(text)),
     "api": lambda text: names_api(text),
     "command": lambda text: bool(COMMAND_TEXT.search(text)),
+    "nutrition": lambda text: bool(_NUTRITION.search(text)),
 }
 
 

@@ -346,8 +346,14 @@ def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one
                      "¿cuánto me cuesta el envío?"):
         assert must_carry(question) == (("money", "price"),), question
     for question in ("When is the author evening?", "How long does the loaf keep?", "Do you open on Sundays?",
-                     "How much water goes into the stew?", "does it cost extra for oat milk?"):
+                     "How much water goes into the stew?", "does it cost extra for oat milk?",
+                     "how much sugar goes into the cake?"):
         assert must_carry(question) == (), question
+    for question in ("How many calories are in a cardamom bun?", "¿Cuántas calorías tiene una ración?",
+                     "How much sodium is in a serving?", "Hur många kalorier blir det per portion?"):
+        assert must_carry(question) == (("nutrition", "nutrition figure"),), question
+    assert carries("Per serving: 920 kcal, 38 g protein", "nutrition")
+    assert not carries("Cardamom bun: $4.25", "nutrition")
     for text in ("Tuesday to Friday: 7:30 am – 5:00 pm", "Monday: Closed", "served from noon", "we meet at 10 sharp",
                  "De martes a viernes: 7:30 – 17:00", "a las 8 en punto", "sale del horno a las siete de la mañana"):
         assert carries(text, "clock"), text
@@ -583,6 +589,8 @@ def test_sample_site_says_where_it_is(demo_served, question, lang):
     # A holiday is read as its date only in a question about when or whether the shop opens: read
     # as December 25, this was answered with the holiday closing days (app/holidays.py).
     "Do you have a Christmas menu?",
+    # No page gives a nutrition figure: the bun's price answered it ("the passages give no nutrition figure").
+    "how many calories are in the seeded rye?",
 ])
 def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
     base, tenant, site = demo_served
