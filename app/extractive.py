@@ -240,7 +240,10 @@ _PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d
                          # Words only, perhaps a spaced aside: "- Markdown (GitHub Flavored Markdown by
                          # default, or CommonMark)", "- Python 2.7.13 (distutils update)", "- plain text";
                          # not indented ("    - black" under "package black 24.2.0" in a terminal).
-                         r"|^(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$")
+                         r"|^(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$"
+                         # An ingredient: "- 2 1/2 cups (12 1/2 oz./390 g) all-purpose flour".
+                         r"|^(?:[-*•]|\d+[.)])\s+[\d¼½¾⅓⅔⅛]+(?:[ /.,-]\d+)*\s*[^\W\d_]+\.?"
+                         r"(?:\s+\([^()=`]*\))?(?:\s+[^\W\d_][^=(){}\[\]`$<>:/@]*)?$")
 
 
 def is_code(block: str) -> bool:

@@ -613,6 +613,9 @@ def test_a_list_of_words_is_prose_not_code():
     assert not is_code("- plain text\n- reStructuredText (without Sphinx extensions)\n"
                        "- Markdown (GitHub Flavored Markdown by default, or CommonMark)")
     assert not is_code("- twine 1.8.0\n- setuptools 27.0.0\n- Python 2.7.13 (distutils update)")
+    # An ingredient list, quantities and all: quoted whole as code, it led "how many tins?".
+    assert not is_code("- 2 1/2 cups (12 1/2 oz./390 g) all-purpose flour\n- 2 cups (1 lb./500 g) sugar\n"
+                       "- 1 1/2 tsp. baking powder\n- 3 eggs")
     assert is_code("pip install foo\npython -m build\ntwine upload dist/*")
     assert is_code('from fastapi import FastAPI\napp = FastAPI()\n@app.get("/")\ndef root():\n    return {}')
     assert is_code("steps:\n  - uses: actions/checkout@v4\n  - name: Set up Python")  # YAML's lists
