@@ -126,8 +126,11 @@ _PHONE = re.compile(
     (?<![\w+/=\#&%-])\+\d{1,3}+(?:[\ .-]?\(\d{1,4}\))?+(?:[\ .-]?\d{1,5}+){1,6}+(?![\w/]|[.-]\d)
     # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 415 555 2671.
     | (?<![\w/=\#&%.-])(?:\(\d{3}\)\ ?|\d{3}[\ .-])\d{3}[\ .-]\d{4}(?![\w/]|[.-]\d)
-    # European national format with a trunk 0: 020 7946 0958, 030 1234567, 06 12 34 56 78.
-    | (?<![\w/=\#&%.-])0\d{1,4}+(?:[\ /.-]\d{2,8}+){1,4}+(?![\w/]|[.-]\d)
+    # European national format with a trunk 0: 020 7946 0958, 030 1234567, 06 12 34 56 78,
+    # 089 / 45 67 12 30.
+    | (?<![\w/=\#&%.-])0\d{1,4}+(?:\ /\ |[\ /.-])\d{2,8}+(?:[\ /.-]\d{2,8}+){0,3}+(?![\w/]|[.-]\d)
+    # Brazilian: (11) 97452-3816.
+    | (?<![\w/=\#&%.-])\(\d{2}\)\ ?\d{4,5}-\d{4}(?![\w/]|[.-]\d)
     """,
     re.VERBOSE,
 )
@@ -233,19 +236,21 @@ def _find_ibans(text: str) -> Iterator[Span]:
 
 
 # An address written to dodge scrapers: "tomas.berger [at] klimatech [dot] de", "info(at)shop(dot)com".
+_AT_WORD = r"(?:at|arroba|chiocciola|klammeraffe|snabel-a|małpa|malpa)"
+_DOT_WORD = r"(?:dot|punto|punkt|point|ponto|punt|kropka)"
 _OBFUSCATED_EMAIL = re.compile(
-    r"(?<![\w.])[\w.+-]{1,64}\s*(?:\[at\]|\(at\)|\{at\}|\s\[?at\]?\s)\s*[\w-]{1,63}"
-    r"(?:\s*(?:\[dot\]|\(dot\)|\{dot\}|\s\[?dot\]?\s|\.)\s*[\w-]{1,63}){1,4}", re.I)
+    rf"(?<![\w.])[\w.+-]{{1,64}}\s*(?:[\[({{]{_AT_WORD}[\])}}]|\s\[?at\]?\s)\s*[\w-]{{1,63}}"
+    rf"(?:\s*(?:[\[({{]{_DOT_WORD}[\])}}]|\s\[?{_DOT_WORD}\]?\s|\.)\s*[\w-]{{1,63}}){{1,4}}", re.I)
 
 
-_AT_WRITTEN_OUT = re.compile(r"[\[({][aA][tT][\])}]")
+_AT_WRITTEN_OUT = re.compile(rf"[\[({{]{_AT_WORD}[\])}}]", re.I)
 
 
 def _find_obfuscated_emails(text: str) -> Iterator[Span]:
     if _AT_WRITTEN_OUT.search(text) is None:
         return
     for match in _OBFUSCATED_EMAIL.finditer(text):
-        if re.search(r"\[at\]|\(at\)|\{at\}", match.group(), re.I):
+        if _AT_WRITTEN_OUT.search(match.group()):
             yield match.start(), match.end(), EMAIL_TOKEN
 
 

@@ -221,18 +221,32 @@ def _known_tokens(text: str) -> Iterator[re.Match[str]]:
 # "the password I set was Gl4cier!Moth-82", `postgres://app:Pa55word@db`. Only the value goes.
 # Found from the name's key word (one scan), then read on from it: a lazy pattern tried at every
 # character of a page cost ~28 ms a fastapi page.
+#: A password named in the other languages frontdesk indexes most ("Passwort:", "contraseña:", "mot
+#: de passe :", "senha:", "wachtwoord", "lösenord", "hasło").
+_PASSWORD_WORDS = (r"passw(?:or)?d|passwd|pwd|passwort|kennwort|contrase[ñn]a|mot\s*de\s*passe|senha|wachtwoord"
+                   r"|l[öo]senord|has[łl]o")
 _KEY_WORD = re.compile(
-    r"api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|access[_-]?key|accountkey|private[_-]?key"
+    rf"api[_-]?key|apikey|secret|token|{_PASSWORD_WORDS}|access[_-]?key|accountkey|private[_-]?key"
     r"|sess(?:ion)?(?:[_-]?id)?|auth[_-]?key",
     re.IGNORECASE,
 )
+_PASSWORD_WORD = re.compile(_PASSWORD_WORDS, re.IGNORECASE)
 _AFTER_NAME = re.compile(r"""[\w.-]*["']?[ \t]*(?:[:=]|=>|:=)[ \t]*["'`]?([^\s"'`,;&<>()\[\]{}]{6,})""")
 _IN_PROSE = re.compile(
-    r"""pass(?:word|wd|code|phrase)?\b[^.\n]{0,40}?\b(?:is|was|are)[ \t]*["'“‘]?([^\s"'”’,;]{6,})""", re.IGNORECASE)
+    rf"""(?:pass(?:code|phrase)?|{_PASSWORD_WORDS}|token|secret|api[_ -]?key|clave|chiave)\w*\b"""
+    r"""(?:[^.\n]{0,40}?\b(?:is|was|are|es|era|ist|lautet|lautete|war|est|était|é|è|är|var|jest)\b[ \t]*[:"'“‘„«]?"""
+    r"""[ \t]*([^\s"'”’“»,;]{6,})"""
+    # The name, perhaps a few words, a colon: "Hasło do panelu administracyjnego: Zubr!Krakow2023".
+    r"""|(?:[ \t]+[\w'’-]+){1,4}[ \t]*:[ \t]*([^\s"'”’“»,;]{6,})"""
+    # The name and the value alone, when it is plainly one: "mot de passe R4v!oli_88".
+    r"""|[ \t]+([^\s"'”’“»,;]*[!#%^&*?~][^\s"'”’“»,;]*))""", re.IGNORECASE)
+#: `curl -u admin:Ms82!xPq`: the password of a user given on the command line.
+_USER_FLAG = re.compile(r"""(?:^|\s)-u[ \t]+[^\s:'"]+:([^\s@'"]{4,})""")
 _FLAG = re.compile(r"""--(?:auth-|access-|api-)?(?:token|key|password|secret)(?:=|[ \t]+)["']?([^\s"']{8,})""")
 _USERINFO = re.compile(r"""://[^\s:/@'"]{1,64}:([^\s@/'"]{3,128})@""")
 _PLACEHOLDER = re.compile(
-    r"your|xxx|example|placeholder|changeme|redacted|here|\*\*\*|\.\.\.|…|<|\{|\$|%|environ|process\.env|getenv"
+    r"your|xxx|example|placeholder|changeme|redacted|here|\*\*\*|\.\.\.|…|[•●]|<|\{|^\$|\$[({]|%|environ|process\.env"
+    r"|getenv"
     r"|dummy|sample|insert|replace|secret_?key|password|passwd|token|null|none|true|false|undefined|string|required",
     re.I,
 )
@@ -250,7 +264,10 @@ def _credential_like(value: str, short_ok: bool) -> bool:
     if digits == len(value):
         return short_ok and digits >= 8
     letters = sum(c.isalpha() for c in value)
-    return (letters > 0 and _CREDENTIAL_SYMBOL.search(value) is not None) or (digits >= 2 and letters >= 2)
+    # A long random run, mixed case with a digit: a base64 password in a Kubernetes secret.
+    random_run = len(value) >= 16 and digits >= 1 and value.lower() != value and value.upper() != value
+    symbol = letters > 0 and _CREDENTIAL_SYMBOL.search(value) is not None
+    return symbol or (digits >= 2 and letters >= 2) or random_run
 
 
 # A US social security number, where the text says it is one.
@@ -261,7 +278,8 @@ _SSN = re.compile(
 # "api" alone is in every "fastapi": the key's own spellings are looked for.
 _KEY_WORD_STARTS = ("api_key", "api-key", "apikey", "secret", "token", "pass", "pwd", "access_key", "access-key",
                     "accesskey", "accountkey", "private_key", "private-key", "privatekey", "sess", "auth_key",
-                    "auth-key", "authkey")
+                    "auth-key", "authkey", "kennwort", "contrase", "mot de passe", "motdepasse", "senha", "wachtwoord",
+                    "lösenord", "losenord", "hasło", "haslo")
 
 
 def _key_words(text: str) -> Iterator[re.Match[str]]:
@@ -293,19 +311,23 @@ def _keyed_credentials(text: str) -> Iterator[Span]:
             at = text.find(named, at + 1)
     found: list[tuple[re.Match[str], bool]] = []
     for word in _key_words(text):
-        password = word.group()[0] in "pP"
+        password = _PASSWORD_WORD.fullmatch(word.group()) is not None
         if (match := _AFTER_NAME.match(text, word.end())) is not None:
             found.append((match, password))
-        if password and (match := _IN_PROSE.match(text, word.start())) is not None:
-            found.append((match, True))
+        # In prose the word stands alone: not the "Password" of `OAuth2PasswordBearer(tokenUrl=…)`.
+        alone = not (word.start() and text[word.start() - 1].isalnum())
+        if alone and (match := _IN_PROSE.match(text, word.start())) is not None:
+            found.append((match, password))
     found += [(match, "password" in match.group()) for match in _FLAG.finditer(text)]
     found += [(match, True) for match in _USERINFO.finditer(text)]
+    found += [(match, True) for match in _USER_FLAG.finditer(text)] if "-u" in text else []
     for match, short_ok in found:
-        value = match.group(1)
-        if text.startswith(("(", "["), match.end(1)):
+        group = next(index for index in range(1, (match.re.groups or 1) + 1) if match.group(index) is not None)
+        value = match.group(group)
+        if text.startswith(("(", "["), match.end(group)):
             continue  # a call or a subscript: `password_hash = sha256(password)`
         if _credential_like(value, short_ok):
-            yield match.start(1), match.start(1) + len(value.rstrip(".:")), SECRET_TOKEN
+            yield match.start(group), match.start(group) + len(value.rstrip(".:")), SECRET_TOKEN
 
 
 def find_secrets(text: str) -> Iterator[Span]:

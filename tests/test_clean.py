@@ -198,6 +198,19 @@ def test_secrets_are_scrubbed(secret):
         ("DATABASE_URL=postgres://app:{}@db.internal:5432/shop", "S3cure!Pass"),
         ("Server=tcp:sql01;User ID=crm;Password={};Encrypt=True;", "Crm!2025#Sync"),
         ("Applicant SSN: {} (verify)", "123-45-6789"),
+        # A password named in another language, in a form or in prose.
+        ("Passwort: {}", "Sonne2024!x"),
+        ("das Passwort für das WLAN lautet {}, bitte nicht weitergeben", "Sonne2024!x"),
+        ("mi contraseña del router es {}", "Gato#7781"),
+        ("le mot de passe est « {} »", "Lune42?bleu"),
+        ("a senha é {}", "Praia#2023"),
+        ("La password del Wi-Fi è {}, buon soggiorno!", "Girasole_73!Umbria"),
+        ("Hasło do panelu administracyjnego: {} – zmień je", "Zubr!Krakow2023"),
+        ("identifiants : utilisateur jdupont / mot de passe {} (à changer)", "R4v!oli_88"),
+        ("curl -u admin:{} https://ci.internal/api/json", "Ms82!xPq"),
+        ("data:\n  username: YXBw\n  password: {}", "VjNudHVyNC1IYXJiMHIh"),
+        ("[mysql]\nuser=report\npasswd={}", "Gz7$kLm20qX"),
+        ("El token de acceso para la API es {}, no lo compartas.", "tka_9XvQ2mLr7TpZ4wKc8NbY3sHd"),
     ],
 )
 def test_credentials_in_more_shapes_are_scrubbed(template, secret):
@@ -207,9 +220,10 @@ def test_credentials_in_more_shapes_are_scrubbed(template, secret):
 
 # Two corpora of secrets and personal data in page text, and of look-alikes pages publish
 # (digests, data URIs, public keys, placeholders), written for frontdesk by a helper who never saw
-# this code (tests/corpora/secrets/). The detectors were widened on calibration.jsonl; report.jsonl
-# was run once before and once after, never read for a change.
-@pytest.mark.parametrize("corpus, removed, changed", [("calibration.jsonl", 0.97, 0.03), ("report.jsonl", 0.9, 0.1)])
+# this code (tests/corpora/secrets/). The detectors were widened on the two calibration corpora
+# (the second mostly in other languages); report.jsonl was run before and after, never read.
+@pytest.mark.parametrize("corpus, removed, changed", [
+    ("calibration.jsonl", 0.97, 0.03), ("calibration-2.jsonl", 0.95, 0.03), ("report.jsonl", 0.9, 0.1)])
 def test_written_secrets_are_removed_and_lookalikes_kept(corpus, removed, changed):
     import json
     from pathlib import Path
@@ -220,7 +234,7 @@ def test_written_secrets_are_removed_and_lookalikes_kept(corpus, removed, change
             (Path(__file__).parent / "corpora" / "secrets" / corpus).read_text(encoding="utf-8").splitlines()]
     secrets = [row for row in rows if row["label"] == "secret"]
     lookalikes = [row for row in rows if row["label"] == "benign"]
-    assert len(secrets) >= 70 and len(lookalikes) >= 70
+    assert len(secrets) >= 60 and len(lookalikes) >= 60
     kept = [row["secret"] for row in secrets if normalise_text(row["secret"]) in clean(row["text"])]
     lost = [row["text"] for row in lookalikes if clean(row["text"]) != normalise_text(row["text"])]
     assert 1 - len(kept) / len(secrets) >= removed, kept
@@ -235,6 +249,11 @@ def test_bank_accounts_and_spelled_out_addresses_are_scrubbed():
     assert clean(wrong_check_digits) == wrong_check_digits
     assert clean("Presse: anna.berg [at] example [dot] de (keine Werbung)") == "Presse: [email] (keine Werbung)"
     assert clean("write to info(at)shop(dot)com") == "write to [email]"
+    assert clean("escríbenos: info (arroba) tienda (punto) es") == "escríbenos: [email]"
+    assert clean("Kontakt: post [at] firma [punkt] de") == "Kontakt: [email]"
+    assert clean("Beställ via info (snabel-a) cafe-kanel (punkt) se") == "Beställ via [email]"
+    assert clean("Beratung unter 089 / 45 67 12 30 (Mo–Fr)") == "Beratung unter [phone] (Mo–Fr)"
+    assert clean("WhatsApp: (11) 97452-3816") == "WhatsApp: [phone]"
 
 
 @pytest.mark.parametrize(
@@ -252,6 +271,13 @@ def test_bank_accounts_and_spelled_out_addresses_are_scrubbed():
         "api_key=YOUR_API_KEY_HERE",
         "password_hash = sha256(password)",
         "Set the token_url to the path of your token endpoint.",
+        'oauth2_scheme = OAuth2PasswordBearer(tokenUrl="token")',
+        "Geben Sie Ihr Passwort ein.",
+        "Passwort: ********",
+        "la contraseña debe tener 8 caracteres",
+        "Secret key: sk_live_••••••••••••••••4f2a (created 3 Mar 2024)",
+        "Password reset: follow the link in the e-mail.",
+        "The token is valid for 3600 seconds.",
     ],
 )
 def test_credential_lookalikes_are_kept(text):
