@@ -336,7 +336,7 @@ class Answerer:
         # Known besides the index: the visitor's page when not indexed, "located" where a passage
         # gives an address, "Wednesday" where the hours say "Tuesday to Friday"…
         known, spanned = known_besides_index(words, question, sources, page_text,
-                                             [p.text for page in passages.values() for p in page])
+                                             (p.text for page in passages.values() for p in page))
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(words.covered, counts, coverage_threshold(stats.chunks), also_known=known,
                                         not_counted=NOT_A_SUBJECT)

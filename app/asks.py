@@ -389,8 +389,6 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
     return _ADDRESS_WORDS.get(primary_subtag(lang) or "en", "address"), asked
 
 
-#: What a question asks for that an answer must write, and the name of it for a refusal's reason:
-#: a time of day, a price.
 #: A nutrition figure asked ("how many calories…", "¿cuántas calorías…?", "how much sodium…"):
 #: only a passage that writes one answers; a recipe page without nutrition facts was answered with
 #: its introduction. Not sugar, fat or salt: those are ingredients too ("how much sugar goes in?").
@@ -400,6 +398,8 @@ _ASKS_NUTRITION = re.compile(
 _NUTRITION = re.compile(
     r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
     r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
+#: What a question asks for that an answer must write, and the name of it for a refusal's reason:
+#: a time of day, a price, a nutrition figure.
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"))
 

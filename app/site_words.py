@@ -10,7 +10,7 @@ would otherwise refuse "located" or "Wednesday" as words the site never uses.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from app.asks import carries, days_spanned, period_days, when_to_visit, where_the_place_is
@@ -67,13 +67,14 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
 
 
 def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],
-                        page_text: str, pages: Sequence[str] = ()) -> tuple[str, frozenset[str]]:
+                        page_text: str, pages: Iterable[str] = ()) -> tuple[str, frozenset[str]]:
     """The words a question uses that the site uses too without the index saying so, and the days
     the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
     name where a passage gives its date, "located" where one gives an address, a visit's words where
     one gives a time, "today", "coeliac" where one writes "gluten-free", and "Wednesday" where the
     hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers), and
-    where the visitor says they are ("I'm in Oregon"). `pages`: the whole pages of the top sources,
+    where the visitor says they are ("I'm in Oregon"). `pages`: the whole pages of the top sources
+    (read only for a question about when),
     whose hours table may be another passage than the one retrieved ("…abrimos de 8:00 a 13:00" for
     "¿a qué hora abrís el miércoles?", beside "De martes a viernes: 7:30 – 17:00")."""
     top = sources[:3]

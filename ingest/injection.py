@@ -151,6 +151,7 @@ _MARKERS = [(reason, tuple(sorted((gate if gate is AI else _fewest_words(gate) f
 # looked for only in the texts that hold its first (a set of every gate word, tested in each text,
 # was half of the screen's time once it had ~450 words).
 _FIRST_GATE_WORDS = tuple({word: None for _, gates, _ in _MARKERS if gates[0] is not AI for word in gates[0]})
+_FIRST_GATE_SET = frozenset(_FIRST_GATE_WORDS)
 _CLOSING_TAG = re.compile(r"<\s*/\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[/\s*(inst)\s*\]"
                           r"|<<\s*/\s*(sys)\s*>>|<\|\s*(?:im_end|eot_id|end)\s*\|>")
 _OPENING_TAG = re.compile(r"<\s*(system|assistant|user|instructions?|sys|inst|prompt)\s*>|\[\s*(inst)\s*\]"
@@ -172,7 +173,7 @@ def _names_an_ai(folded: str) -> bool:
 
 def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
     present = {word for word in _FIRST_GATE_WORDS if word in folded}  # one substring test a word
-    looked: set[str] = set(_FIRST_GATE_WORDS)
+    looked: set[str] = set()  # the other gates' words looked for so far
     names_an_ai: bool | None = None  # looked for only when a pattern's other gates hold
     for reason, gates, pattern in _MARKERS:
         for gate in gates:
@@ -182,9 +183,9 @@ def _markers(folded: str) -> Iterator[tuple[str, int, int]]:
                 if not names_an_ai:
                     break
                 continue
-            if not gate <= looked:
-                present.update(word for word in gate - looked if word in folded)
-                looked.update(gate)
+            if unseen := gate - _FIRST_GATE_SET - looked:
+                present.update(word for word in unseen if word in folded)
+                looked.update(unseen)
             if present.isdisjoint(gate):
                 break
         else:
@@ -226,10 +227,7 @@ def _find_injections(text: str) -> list[tuple[str, int, int]]:
 
 
 def is_injection(text: str) -> bool:
-    if not text:
-        return False
-    folded = fold(text)
-    return any(True for _ in _markers(folded)) or bool(_unobfuscated_markers(text, folded))
+    return bool(find_injections(text))
 
 
 # Words spelled apart ("I g n o r e", "D.i.s.r.e.g.a.r.d", "a_s_s_i_s_t_a_n_t"), cut into syllables
