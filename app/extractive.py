@@ -35,12 +35,12 @@ from app.asks import (
     asks_of,
     asks_yes_or_no,
     carries,
-    days_spanned,
     evidence_bonus,
     must_carry,
 )
 from app.prompt import Source
 from app.terminal import typed_commands
+from app.visits import days_spanned
 from ingest.chunk import split_sentences
 from ingest.document import IMAGE_PREFIX
 from store.pages import PagePassage

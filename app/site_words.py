@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from app.asks import carries, days_spanned, period_days, when_to_visit, where_the_place_is
+from app.asks import carries, where_the_place_is
 from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
 from app.visitor_day import VisitorDay, visitor_day
 from app.visitor_words import site_terms_for, visitor_place
+from app.visits import days_spanned, period_days, when_to_visit
 from store.search import words_of
 
 

@@ -4,7 +4,7 @@
 bookshop". The widget sends the visitor's clock (`PageContext.local_time`, ISO 8601 with its UTC
 offset); a question that asks when, or whether the place is open, is searched and answered with
 that day's name in the site's language ("Monday"), so the opening-hours row for the day answers
-it (a day inside a range too: app/asks.py `days_spanned`). Not its date: "December 1" brought the
+it (a day inside a range too: app/visits.py `days_spanned`). Not its date: "December 1" brought the
 holiday hours of December 24. Without the clock (an API client, the MCP tools) the words only
 weigh like "when" and "open" (app/asks.py `today_words`).
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import NamedTuple
 
-from app.asks import RELATIVE_DAY
 from app.events import PageContext
 from app.holidays import asks_when
+from app.visits import RELATIVE_DAY
 from ingest.lang import primary_subtag
 
 _DAYS = {

@@ -293,7 +293,7 @@ def test_what_carries_an_address():
 
 
 def test_the_days_a_range_spans_in_each_language():
-    from app.asks import days_spanned
+    from app.visits import days_spanned
 
     assert days_spanned("Tuesday to Friday: 7:30 am – 5:00 pm") == {"tuesday", "wednesday", "thursday", "friday"}
     assert days_spanned("Opening hours: Tue–Fri 07:30–17:00; Sat 08:00–18:00") == {
@@ -306,7 +306,8 @@ def test_the_days_a_range_spans_in_each_language():
 def test_a_visit_proposed_at_a_time_on_a_day_asks_the_hours():
     """"Can I swing by Thursday around 4?" asks the hours in words no hours table uses: they were
     counted as words the site never uses and the question refused."""
-    from app.asks import asks_of, visit_words, when_to_visit
+    from app.asks import asks_of
+    from app.visits import visit_words, when_to_visit
 
     assert visit_words("Is it too late to show up at 4:45 on a Wednesday?") == {"late", "show", "up", "4", "45"}
     assert visit_words("can I swing by thursday afternoon around 4?") == {"swing", "by", "afternoon", "around", "4"}
@@ -324,7 +325,7 @@ def test_a_visit_proposed_at_a_time_on_a_day_asks_the_hours():
 
 
 def test_the_weekend_and_the_working_week_are_searched_as_their_days():
-    from app.asks import period_days
+    from app.visits import period_days
 
     assert period_days("how early do you open on weekends", "en") == "saturday sunday"
     assert period_days("¿abrís el fin de semana?", "es") == "sábado domingo"
