@@ -339,6 +339,7 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
     serve frontdesk, and print where to see the widget answer questions."""
     import asyncio
 
+    from app.demo import as_its_owner_would
     from app.demo.server import DemoSite
     from ingest.pipeline import CrawlOptions, crawl
 
@@ -355,9 +356,11 @@ def quickstart_command(ctx: Context, args: argparse.Namespace) -> None:
         else:
             tenant, admin_token = ctx.create_tenant("demo", site_url, allow_private_network=True, name="Harbor & Pine")
             sys.stderr.write(f"created tenant demo (admin token, shown once: {admin_token})\n")
-        config = tenant.config()
+        config = as_its_owner_would(tenant.config())
         if frontdesk_origin not in config.allowed_origins:
-            tenant.set_config(msgspec.structs.replace(config, allowed_origins=[*config.allowed_origins, frontdesk_origin]))
+            config = msgspec.structs.replace(config, allowed_origins=[*config.allowed_origins, frontdesk_origin])
+        if config != tenant.config():
+            tenant.set_config(config)
         site.widget_key = tenant.widget_key
         progress = Progress("crawl demo")
 

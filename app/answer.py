@@ -30,7 +30,7 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import NOT_A_SUBJECT, carries, must_carry
+from app.asks import NOT_A_SUBJECT, asks_of, carries, must_carry
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -350,6 +350,12 @@ class Answerer:
         # A near miss in the site's own vocabulary finds passages that share its words, never a
         # sentence that addresses the question; an off-topic one, a page that uses a word once.
         # The most telling reason first: words the site never uses say more than a low similarity.
+        # "Where can I find you?" answered with the street address, "what's your phone number?"
+        # with the number: the question asks where the place itself is or how to reach it
+        # (app/asks.py), which an address or a number answers whatever the similarities say.
+        addressed = bool(selection.quotes) and (
+            (bool(words.asking_where) and carries(selection.lead, "address"))
+            or (bool(asks_of(question).own_contact) and carries(selection.lead, "contact")))
         signals = None
         if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
@@ -361,7 +367,7 @@ class Answerer:
             refused = "the passages the answer would quote never mention " + ", ".join(names)
         elif settings.refuse_unknown_names and (subject := unknown_timed_subject(question, counts, known=known)):
             refused = "the site never mentions " + subject
-        elif len(surviving) < max(1, settings.min_chunks):
+        elif len(surviving) < max(1, settings.min_chunks) and not addressed:
             refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
@@ -375,9 +381,6 @@ class Answerer:
                 sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
             signals = answerability(confidence, coverage.share, sentence_similarity, lexical,
                                     threshold=settings.min_answerability)
-            # "Where can I find you?" answered with the street address: the question asks where the
-            # place itself is (app/asks.py), which an address answers whatever the similarities say.
-            addressed = bool(words.asking_where) and carries(selection.lead, "address")
             refused = ("no sentence answers the question"
                        if signals.probability < settings.min_answerability and not addressed else "")
         if refused:  # a refused answer reports a confidence below the tenant's threshold

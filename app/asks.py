@@ -117,6 +117,26 @@ _ASKS_LOCATION = re.compile(
     r"|\bwo\s+(?:seid\s+ihr|sind\s+sie|finde\s+ich\s+(?:euch|sie)|ist\s+(?:euer|ihr)\s+\w+|befindet\s+sich\s+(?:euer|ihr))\b"
     r"|\b(?:eure|ihre|deine)\s+(?:adresse|anschrift)\b|\bwie\s+komme\s+ich\s+zu\s+(?:euch|ihnen)\b"
     r"|\bo[uù]\s+(?:[eê]tes[- ]vous|se\s+trouve\s+(?:votre|la\s+boutique))\b|\bvotre\s+adresse\b", re.I)
+#: How to reach the place itself: "what's your phone number?", "can I email you?", "¿cuál es vuestro
+#: teléfono?", "wie kann ich euch erreichen?". Only the site's own (you, your, the shop): "the phone
+#: number field" or "send an email after signup" on documentation ask something else.
+_ASKS_OWN_CONTACT = re.compile(
+    # English
+    rf"\b(?:your|ur|the\s+{_PLACE}(?:'s)?)\s+(?:(?:(?:tele)?phone|cell|mobile|contact|whatsapp)(?:\s+(?:number|no|details))?"
+    r"|e-?mail(?:\s+address)?|number|contact\s+details)\b"
+    rf"|\b(?:call|phone|ring|text|e-?mail|contact|reach|message)\s+(?:you|u|y'?all|the\s+{_PLACE})\b"
+    r"|\bget\s+(?:in\s+touch|hold\s+of\s+(?:you|someone))\b"
+    r"|\b(?:what|which)\s+(?:e-?mail(?:\s+address)?|(?:phone\s+)?number)\s+(?:can|do|should|could)\s+(?:i|we)\s+"
+    r"(?:write|call|ring|text|use|e-?mail|send)\b"
+    # Spanish
+    r"|\b(?:vuestro|su|tu)\s+(?:n[uú]mero\s+de\s+)?(?:tel[eé]fono|m[oó]vil|whatsapp|correo(?:\s+electr[oó]nico)?|e-?mail)\b"
+    r"|\b(?:llamaros|llamarles|escribiros|escribirles|contactaros|contactarles|localizaros)\b"
+    r"|\bcontactar\s+con\s+(?:vosotros|ustedes)\b"
+    # German, French
+    r"|\b(?:eure|ihre|deine)\s+(?:telefonnummer|nummer|handynummer|e-?mail(?:-adresse)?|kontaktdaten)\b"
+    r"|\b(?:euch|sie)\s+(?:anrufen|erreichen|kontaktieren)\b"
+    r"|\bvotre\s+(?:num[eé]ro(?:\s+de\s+t[eé]l[eé]phone)?|t[eé]l[eé]phone|e-?mail|courriel)\b|\bvous\s+(?:appeler|joindre|contacter)\b",
+    re.I)
 #: The word for an address in the question's language, searched with a question about where the
 #: place is; structured facts label it "Address" whatever the page's language.
 _ADDRESS_WORDS = {"en": "address", "es": "dirección address", "de": "Adresse address", "fr": "adresse address"}
@@ -200,6 +220,8 @@ class Asks(msgspec.Struct, frozen=True):
     howto: bool
     contact: bool
     location: bool = False
+    own_contact: str = ""
+    """How to reach the place itself (`contact_words`): "phone", "email", or "contact" for either."""
 
 
 @functools.lru_cache(maxsize=1024)
@@ -214,7 +236,7 @@ def asks_of(question: str) -> Asks:
                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
-                location=bool(_asking_where(question)))
+                location=bool(_asking_where(question)), own_contact=_contact_kind(question))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -244,10 +266,34 @@ def today_words(question: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", " ".join(m.group(1) for m in RELATIVE_DAY.finditer(question)).lower()))
 
 
+@functools.lru_cache(maxsize=1024)
+def contact_words(question: str) -> frozenset[str]:
+    """The words of a question that ask how to reach the place itself ("your email address", "call
+    you"): like "price", they say what kind of answer is wanted, which "Phone: (207) 555-0148" gives
+    without repeating them ("Email address (required)", a form's label, uses them and gives none)."""
+    return frozenset(re.findall(r"\w+", " ".join(m.group(0) for m in _ASKS_OWN_CONTACT.finditer(question)).lower()))
+
+
+_BY_EMAIL = re.compile(r"e-?mail\w*|correo|courriel|write|escrib\w*|kontaktdaten", re.I)
+_BY_PHONE = re.compile(r"(?:tele)?phone|cell|mobile|whatsapp|number|call|ring|text|tel[eé]fono|m[oó]vil|llamar\w*|"
+                       r"\w*nummer|anrufen|num[eé]ro|t[eé]l[eé]phone|appeler", re.I)
+
+
+def _contact_kind(question: str) -> str:
+    """What a question about reaching the place asks for: "phone", "email", "contact" (either, or
+    both: "how can I get in touch?"), "" when it asks nothing of the kind."""
+    words = contact_words(question)
+    if not words:
+        return ""
+    by_email = any(_BY_EMAIL.fullmatch(w) for w in words)
+    by_phone = any(_BY_PHONE.fullmatch(w) for w in words)
+    return "email" if by_email and not by_phone else "phone" if by_phone and not by_email else "contact"
+
+
 def asking_words(question: str) -> frozenset[str]:
     """The words of a question that say what kind of answer is wanted beyond `ASK_WORD`: where
-    the place is, when a visitor means to come, the visitor's own day."""
-    return where_words(question) | visit_words(question) | today_words(question)
+    the place is, how to reach it, when a visitor means to come, the visitor's own day."""
+    return where_words(question) | contact_words(question) | visit_words(question) | today_words(question)
 
 
 def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
@@ -305,6 +351,8 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "duration": lambda text: bool(_DURATION.search(text)),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
+    "phone": lambda text: bool(_PHONE.search(text)),
+    "email": lambda text: bool(_EMAIL.search(text)),
     "address": lambda text: bool(_ADDRESS.search(text)),
     "api": lambda text: names_api(text),
     "command": lambda text: bool(COMMAND_TEXT.search(text)),
@@ -316,13 +364,18 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
 _EVIDENCE = (("price", "money", 0.25), ("time", "time", 0.25), ("date", "date", 0.15), ("count", "number", 0.1),
              ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25),
              ("location", "address", 1.0))
+#: Beside "contact": the place's own number for "what's your phone number?", its address for
+#: "what's your email?" — as much as an address for "where are you?".
+OWN_CONTACT_BONUS = 0.75
 
 
 def evidence_bonus(text: str, asks: Asks) -> float:
     """What the question asks for, present in the unit: a price, a time, a date, a number, a length
-    of time, a temperature, a way to reach someone."""
+    of time, a temperature, a way to reach someone (the place's own number or address, above all)."""
     bonus = 0.0
     for asked, carried, value in _EVIDENCE:
         if getattr(asks, asked) and carries(text, carried):
             bonus += value
+    if asks.own_contact and carries(text, asks.own_contact):
+        bonus += OWN_CONTACT_BONUS
     return bonus

@@ -620,6 +620,13 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             used += len(units[neighbour].text)
         elif step > 0:
             break
+    # "What number do I call to order a cake?": the FAQ's "Order by phone or at the counter" leads,
+    # and the number comes with it from the contact page, however far down it scores.
+    if asks.own_contact and not any(carries(units[i].text, asks.own_contact) for i in chosen):
+        reaching = next((i for i in order if carries(units[i].text, asks.own_contact)), None)
+        if reaching is not None and room_for(reaching):
+            chosen.append(reaching)
+            used += len(units[reaching].text)
     covered = set().union(*(stems(units[i].text) | stems(units[i].about) for i in chosen))
     if evidence_bonus(lead_unit.text, asks) > 0:
         covered |= _ask_stems(question)  # "14 Quay Street" answers "your address?" without the word

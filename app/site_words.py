@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from app.asks import carries, where_the_place_is
+from app.asks import carries, contact_words, where_the_place_is
 from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
@@ -71,21 +71,25 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
                         page_text: str, pages: Iterable[str] = ()) -> tuple[str, frozenset[str]]:
     """The words a question uses that the site uses too without the index saying so, and the days
     the top passages' ranges span. Known: the visitor's page when it is not indexed, a holiday's
-    name where a passage gives its date, "located" where one gives an address, a visit's words where
+    name where a passage gives its date, "located" where one gives an address, "call" where one gives
+    a phone number or e-mail address, a visit's words where
     one gives a time, "today", "coeliac" where one writes "gluten-free", and "Wednesday" where the
     hours say "Tuesday to Friday" (weighed as a word the site uses, so that the row answers), and
     where the visitor says they are ("I'm in Oregon"). `pages`: the whole pages of the top sources
-    (read only for a question about when),
+    (read only for a question about when or how to reach the place),
     whose hours table may be another passage than the one retrieved ("…abrimos de 8:00 a 13:00" for
     "¿a qué hora abrís el miércoles?", beside "De martes a viernes: 7:30 – 17:00")."""
     top = sources[:3]
     said = " ".join(s.text for s in sources) if words.holidays.names else ""
     located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
-    spanned = (frozenset().union(*(days_spanned(text) for text in [*(s.text for s in top), *pages]))
-               if asks_when(question) else frozenset())
+    reaching, when = contact_words(question), asks_when(question)
+    texts = [*(s.text for s in top), *pages] if reaching or when else []
+    # The contact page's best passage may be its form; the number is in another passage of it.
+    reached = " ".join(sorted(reaching)) if reaching and any(carries(text, "contact") for text in texts) else ""
+    spanned = frozenset().union(*(days_spanned(text) for text in texts)) if when else frozenset()
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
     written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(" ".join(s.text for s in top)))
     everyday = words.everyday_own if written else frozenset()
-    known = " ".join([page_text, located, words.today.words, *sorted(spanned), *sorted(visiting), *sorted(everyday),
-                      visitor_place(question), *dated_in(words.holidays, said)]).strip()
+    known = " ".join([page_text, located, reached, words.today.words, *sorted(spanned), *sorted(visiting),
+                      *sorted(everyday), visitor_place(question), *dated_in(words.holidays, said)]).strip()
     return known, spanned

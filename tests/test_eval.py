@@ -311,12 +311,14 @@ def demo_ctx(tmp_path_factory):
     """The Harbor & Pine sample site (en + es), crawled for real as the quickstart does."""
     import asyncio
 
+    from app.demo import as_its_owner_would
     from app.demo.server import serve_demo_site
     from ingest.pipeline import CrawlOptions, crawl
 
     context = fresh_context(tmp_path_factory, "demo-eval")
     with serve_demo_site() as site:
         tenant, _ = context.create_tenant("demo", site.url + "/", allow_private_network=True)
+        tenant.set_config(as_its_owner_would(tenant.config()))  # as the quickstart sets it up
         summary = asyncio.run(crawl(tenant, context.tenant_embedder(tenant), CrawlOptions(rate=0)))
         assert summary.failed == 0 and summary.fetched >= 20, summary
     yield context

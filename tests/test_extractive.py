@@ -281,6 +281,24 @@ def test_which_questions_ask_where_the_place_is(question, where):
     assert bool(where_the_place_is(question, "en")[0]) is where
 
 
+@pytest.mark.parametrize("question, kind", [
+    ("what's your phone number?", "phone"), ("can I call you?", "phone"),
+    ("what number do I call to order a cake?", "phone"),
+    ("what is your email address?", "email"), ("what email can I write to about a cake order", "email"),
+    ("how do I get in touch?", "contact"), ("¿cuál es vuestro teléfono?", "phone"), ("¿puedo escribiros?", "email"),
+    ("Wie kann ich euch erreichen?", "contact"), ("Wie ist eure Telefonnummer?", "phone"),
+    ("Quel est votre numéro de téléphone ?", "phone"),
+    # Documentation asks about phone numbers, e-mails and calls without asking how to reach the site.
+    ("send an email after signup without making the client wait", ""), ("validate the phone number field", ""),
+    ("how do I call an async function from a sync one?", ""), ("where do I put your version number?", ""),
+    ("what number on quay street are you?", ""), ("¿cómo envío un correo en segundo plano?", ""),
+])
+def test_which_questions_ask_how_to_reach_the_place(question, kind):
+    from app.asks import asks_of
+
+    assert asks_of(question).own_contact == kind
+
+
 def test_what_carries_an_address():
     from app.asks import carries
 
@@ -449,6 +467,7 @@ def test_answer_precision_counts_sentences_by_the_page_they_cite():
 
 @pytest.fixture(scope="module")
 def demo_served(tmp_path_factory):
+    from app.demo import as_its_owner_would
     from app.demo.server import serve_demo_site
     from ingest.pipeline import CrawlOptions, crawl
     from tests.conftest import fresh_context
@@ -458,6 +477,7 @@ def demo_served(tmp_path_factory):
     with serve_demo_site() as site:
         tenant, _ = context.create_tenant("demo", site.url + "/", allow_private_network=True,
                                           name="Harbor & Pine")
+        tenant.set_config(as_its_owner_would(tenant.config()))  # as the quickstart sets it up
         summary = asyncio.run(crawl(tenant, context.tenant_embedder(tenant), CrawlOptions(rate=0)))
         assert summary.failed == 0, summary
         with run_server(context.data_dir, rate_per_ip=50, rate_burst_ip=200) as base:
@@ -474,6 +494,22 @@ def test_sample_site_answers_are_short_right_and_cite_what_they_quote(demo_serve
     sourdough = answer_of(ask(base, tenant.widget_key, "What's the price of the sourdough?", origin=site)[1])
     assert "$9.50" in sourdough["text"].split("[1]")[0] and "$12.50" not in sourdough["text"], sourdough["text"]
     assert sourdough["citations"] == [f"{site}/shop/sea-salt-sourdough.html"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question, contact", [
+    ("what's your phone number?", "(207) 555-0148"), ("can I call you?", "(207) 555-0148"),
+    ("¿cuál es vuestro teléfono?", "207 555 0148"),
+    ("what email can I write to with a question about a cake order", "hello@harborandpine.example"),
+])
+def test_sample_site_gives_its_own_phone_number_and_email(demo_served, question, contact):
+    """The shop's own published number and address are kept (app/demo `as_its_owner_would`, as the
+    quickstart sets it up) and answer "how do I reach you?": "what's your phone number?" was refused,
+    and the contact page read "Phone: [phone]"."""
+    base, tenant, site = demo_served
+    answer = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert answer["meta"]["answered"] is True and contact in answer["text"], answer["text"]
+    assert any(c.endswith(("/contact.html", "/es/contacto.html")) for c in answer["citations"]), answer["citations"]
 
 
 @pytest.mark.slow

@@ -366,7 +366,7 @@ def test_opening_hours_strings(value, expected):
 @pytest.mark.parametrize(
     ("price", "currency", "expected"),
     [("119.99", "USD", "$119.99"), (40, "EUR", "€40"), ("1234.5", "SEK", "1,234.50 SEK"), ("0", "USD", "free"),
-     ("$35", None, "$35")],
+     ("$35", None, "$35"), ("16.00", "USD", "$16.00"), ("1,200", "USD", "$1,200")],
 )  # fmt: skip
 def test_money(price, currency, expected):
     assert money(price, currency) == expected

@@ -114,3 +114,16 @@ def test_the_demo_site_answers_with_its_real_phone_number(tmp_path_factory, caps
     finally:
         site.close()
         ctx.close()
+
+
+@pytest.mark.slow
+def test_the_quickstart_keeps_the_sample_shops_own_contact_points(tmp_path, capsys):
+    """`frontdesk quickstart` sets the sample tenant up as its owner would (app/demo
+    `as_its_owner_would`): a visitor who asks how to reach the shop gets its number, not a refusal."""
+    assert main(["--data-dir", str(tmp_path), "quickstart", "--no-serve"]) == 0
+    capsys.readouterr()
+    for question, contact in (("Can I call you?", "(207) 555-0148"),
+                              ("What email can I write to about a cake order?", "hello@harborandpine.example")):
+        assert main(["--data-dir", str(tmp_path), "--json", "ask", "demo", question]) == 0
+        result = json.loads(capsys.readouterr().out)
+        assert result["answered"] is True and contact in result["answer"], result["answer"]

@@ -160,7 +160,9 @@ _CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": 
 
 
 def money(price: Any, currency: Any = None) -> str:
-    """A price as people write it: ("119.99", "USD") → "$119.99"; 0 → "free"; "$35" stays."""
+    """A price as people write it: ("119.99", "USD") → "$119.99"; 0 → "free"; "$35" stays. Cents
+    written stay written ("16.00" → "$16.00", as the page shows it beside the data); none are added
+    ("40" → "$40")."""
     text = html_to_text(str(first(price))) if first(price) is not None else ""
     if not text:
         return ""
@@ -173,7 +175,7 @@ def money(price: Any, currency: Any = None) -> str:
         return f"{text} {code}".strip()
     if amount == 0:
         return "free"
-    number = f"{amount:,.0f}" if amount.is_integer() else f"{amount:,.2f}"
+    number = f"{amount:,.0f}" if amount.is_integer() and "." not in text else f"{amount:,.2f}"
     if code in _CURRENCY_SYMBOLS:
         return _CURRENCY_SYMBOLS[code] + number
     return f"{number} {code}".strip()
