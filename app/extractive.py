@@ -142,11 +142,20 @@ class Selection(msgspec.Struct, kw_only=True):
 # ---------------------------------------------------------------------------------------------
 
 
+#: English irregular past forms, read as their verb: "how long will it keep?" is answered by "can be
+#: kept … for up to 5 days", "can I freeze it?" by "frozen for up to 3 months".
+_IRREGULAR = {"kept": "keep", "froze": "freeze", "frozen": "freeze", "made": "make", "took": "take", "taken": "take",
+              "sold": "sell", "bought": "buy", "paid": "pay", "sent": "send", "spent": "spend",
+              "held": "hold", "told": "tell", "found": "find", "brought": "bring", "wrote": "write",
+              "written": "write", "chose": "choose", "chosen": "choose", "ate": "eat", "eaten": "eat"}
+
+
 @functools.lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     """A light, language-blind stem: plural endings off, then the first five letters. Remembered:
     a page's words recur in every unit's text and heading, question after question."""
     word = word.lower().removesuffix("'s")
+    word = _IRREGULAR.get(word, word)
     if len(word) > 4 and word.endswith("ies"):
         word = word[:-3] + "y"
     elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
@@ -538,6 +547,12 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     return features
 
 
+def _is_prose_sentence(unit: Unit) -> bool:
+    """A sentence of prose, ended as one ("… conexiones a la base de datos."), not a list item or an
+    ingredient ("1/4 cup honey") that the unit kinds also call a sentence."""
+    return unit.kind == "sentence" and unit.text.rstrip().endswith((".", "!", "?", "…"))
+
+
 def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
            qvec: np.ndarray | None = None, embed: Embed | None = None,
            passages: Mapping[int, Sequence[PagePassage]] | None = None,
@@ -591,8 +606,17 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
 
     # The lead's own passage: a sentence that introduces what follows (ends with ':') brings it,
     # and neighbours that are nearly as good read on from it.
+    # The sentence before is looked at even when the next one does not read on ("Un engine de
+    # SQLModel … es lo que mantiene las conexiones" before "Tendrías un solo objeto engine…"); the
+    # item before a list item or row is another item.
+    reading_on = True
     for step in (1, 2, -1):
+        if step == 2 and not reading_on:
+            continue
         neighbour = index_of.get((lead_unit.source, lead_unit.position + step))
+        if step < 0 and not reading_on and not (
+                neighbour is not None and _is_prose_sentence(lead_unit) and _is_prose_sentence(units[neighbour])):
+            break
         if neighbour is None or neighbour in chosen or not room_for(neighbour):
             continue
         if _imports_nothing_asked(units[neighbour], weights):
@@ -619,7 +643,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             chosen.append(neighbour)
             used += len(units[neighbour].text)
         elif step > 0:
-            break
+            reading_on = False
     # "What number do I call to order a cake?": the FAQ's "Order by phone or at the counter" leads,
     # and the number comes with it from the contact page, however far down it scores.
     if asks.own_contact and not any(carries(units[i].text, asks.own_contact) for i in chosen):

@@ -157,6 +157,8 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
                                                  for group in ("heldout", "report", "unseen", "fresh")
                                                  for site in ("pypug", "fastapi", "demo")]
     names += ["where/demo.jsonl", "where/demo-calibration.jsonl", "hours/demo.jsonl"]
+    names += [f"turns/{site}{part}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")
+              for part in ("-calibration", "", "-calibration-standalone", "-standalone")]
     for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
@@ -226,7 +228,8 @@ def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.
 
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout"),
-                                            ("shared-word/pypug-calibration.jsonl", "shared_word_pypug")])
+                                            ("shared-word/pypug-calibration.jsonl", "shared_word_pypug"),
+                                            ("turns/pypug-calibration.jsonl", "turns_pypug")])
 def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
     check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
 
@@ -242,7 +245,8 @@ def fastapi_ctx(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout"),
-                                            ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi")])
+                                            ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi"),
+                                            ("turns/fastapi-calibration.jsonl", "turns_fastapi")])
 def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
 
@@ -340,7 +344,8 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("hours/demo.jsonl", "demo_hours"),
                                             ("visitor/demo-calibration.jsonl", "demo_visitor"),
-                                            ("shared-word/demo-calibration.jsonl", "shared_word_demo")])
+                                            ("shared-word/demo-calibration.jsonl", "shared_word_demo"),
+                                            ("turns/demo-calibration.jsonl", "turns_demo")])
 def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
     """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
     near misses about the times of things the site gives none for; and everyday visitor questions
@@ -376,6 +381,13 @@ def test_recipe_site_golden_set_stays_above_its_floors_and_never_quotes_a_reader
 def test_recipe_site_off_topic_questions_that_share_a_word_stay_above_their_floors(recipes_ctx):
     """"salsa dance classes", "clear the cookies in safari": a recipe site's words in another sense."""
     check_golden(recipes_ctx, "recipes", "shared-word/recipes-calibration.jsonl", FLOORS["shared_word_recipes"])
+
+
+@pytest.mark.slow
+def test_recipe_site_conversations_stay_above_their_floors(recipes_ctx):
+    """Three-turn conversations whose last turn leans on the earlier ones ("how long will it keep
+    afterwards?" after the slow-cooker fondant), or changes subject."""
+    check_golden(recipes_ctx, "recipes", "turns/recipes-calibration.jsonl", FLOORS["turns_recipes"])
 
 
 @pytest.mark.slow

@@ -201,6 +201,22 @@ def muffin_quotes(question: str) -> list[str]:
     return [q.text for q in selection.quotes]
 
 
+def test_the_sentence_before_the_lead_is_quoted_when_the_next_one_does_not_read_on():
+    """"Conectar mi api a una base de datos sql" led with "Tendrías un solo objeto engine…" and left
+    out the sentence before it, which says what an engine is: the next sentence (off the subject)
+    stopped the lead's passage from being read backwards."""
+    engine = source(1, "The engine keeps the connections to the SQL database your API uses. You need a single "
+                       "engine object for all of your code to connect your API to the same SQL database. Weather "
+                       "in the mountains changes quickly and hikers should always carry a warm jacket with them.",
+                    title="SQL databases")
+    counts = {**COUNTS, "connect": 3, "database": 4, "engine": 2, "connections": 2, "sql": 2, "api": 5}
+    question = "connect my api to a sql database"
+    quotes = [q.text for q in select(question, [engine], term_weights(question, counts, 100)).quotes]
+    assert quotes == ["The engine keeps the connections to the SQL database your API uses.",
+                      "You need a single engine object for all of your code to connect your API to the same SQL "
+                      "database."]
+
+
 def test_a_structured_list_is_quoted_by_the_item_that_answers():
     """"How much honey" quotes the honey, not the whole ingredient list (which, naming everything
     in the dish, would otherwise lead any question about it)."""
@@ -297,6 +313,16 @@ def test_which_questions_ask_how_to_reach_the_place(question, kind):
     from app.asks import asks_of
 
     assert asks_of(question).own_contact == kind
+
+
+def test_irregular_past_forms_stem_as_their_verb():
+    """"How long will it keep?" is answered by "can be kept … for up to 5 days"; "building" is not
+    "built" (a table "built that spring" answered "how old is the building?")."""
+    from app.extractive import stem
+
+    assert stem("kept") == stem("keep") and stem("frozen") == stem("freeze") == stem("froze")
+    assert stem("sold") == stem("sell") and stem("paid") == stem("pay")
+    assert stem("built") != stem("building")
 
 
 def test_what_carries_an_address():
