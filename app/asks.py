@@ -315,17 +315,30 @@ _ASKS_NUTRITION = re.compile(
 _NUTRITION = re.compile(
     r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
     r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
+#: "How many…?", "¿cuántos…?": a count, in figures or in words ("up to eight people").
+_ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga)\b", re.I)
+_COUNT = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"dozen|single|couple|uno|una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce|docena|veinte|cien|"
+    r"eins|ein|eine|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwölf|zwanzig|hundert|dutzend|"
+    r"un|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio)\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
-#: a time of day, a price, a nutrition figure.
+#: a time of day, a price, a nutrition figure, a temperature, a count.
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
-               (_ASKS_NUTRITION, "nutrition", "nutrition figure"))
+               (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
+               (_ASKS_HOW_MANY, "count", "number"))
 
 
 @functools.lru_cache(maxsize=1024)
 def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
-    for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?"."""
-    return tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
+    for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?",
+    ("temperature", "temperature") for "how hot should the oven be?", ("count", "number") for "how
+    many people can take part?". A quoted unit that writes none is no answer: the best unit that
+    writes one leads when it is nearly as good (app/extractive.py), else the question is refused."""
+    asked = tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
+    # "How many calories…?" counts a nutrition figure: that is what it must write.
+    return tuple(pair for pair in asked if pair[0] != "count") if len(asked) > 1 else asked
 
 
 def names_api(text: str) -> bool:
@@ -357,6 +370,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "api": lambda text: names_api(text),
     "command": lambda text: bool(COMMAND_TEXT.search(text)),
     "nutrition": lambda text: bool(_NUTRITION.search(text)),
+    "count": lambda text: bool(_COUNT.search(text)),
 }
 
 

@@ -584,9 +584,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     order = sorted(range(len(units)), key=lambda i: -score[i])
     # "How much is the loaf?": a unit without a price does not answer, however well its words
     # match. The best one with a price leads when it is nearly as good; a price far down the list
-    # is another item's (the answer is then refused). Not for a time of day, where a row's day
-    # already leads: promoted, "the pickup shelf from 9 am" answered when the milk is delivered.
-    required = [carried for carried, _ in must_carry(question) if carried == "money"]
+    # is another item's (the answer is then refused). So for a temperature ("¿a qué temperatura
+    # pongo la airfryer…?" led with what to drink beside the cake) and a count. Not for a time of
+    # day, where a row's day already leads: promoted, "the pickup shelf from 9 am" answered when
+    # the milk is delivered.
+    required = [carried for carried, _ in must_carry(question) if carried in ("money", "temperature", "count")]
     if required:
         answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
         if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:

@@ -380,7 +380,7 @@ def test_the_weekend_and_the_working_week_are_searched_as_their_days():
     assert period_days("do you open on Saturdays?", "en") == ""
 
 
-def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one():
+def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_passage_that_writes_one():
     from app.asks import carries, must_carry
 
     for question in ("What time does the Gull Island ferry leave?", "how late are you open on fridays?",
@@ -397,6 +397,15 @@ def test_a_question_for_a_time_of_day_or_a_price_needs_a_passage_that_writes_one
     for question in ("How many calories are in a cardamom bun?", "¿Cuántas calorías tiene una ración?",
                      "How much sodium is in a serving?", "Hur många kalorier blir det per portion?"):
         assert must_carry(question) == (("nutrition", "nutrition figure"),), question
+    for question in ("How hot should the oven be for the potatoes?", "¿A qué temperatura pongo la airfryer?",
+                     "Wie heiß muss der Ofen sein?"):
+        assert must_carry(question) == (("temperature", "temperature"),), question
+    for question in ("How many people can take part?", "¿Cuántos días aguanta en la nevera?", "Wie viele Portionen?"):
+        assert must_carry(question) == (("count", "number"),), question
+    assert carries("Bake at 200°C", "temperature") and carries("vorheizen auf 250 Grad", "temperature")
+    assert not carries("Bake until golden", "temperature")
+    assert carries("up to eight people", "count") and carries("ocho personas", "count") and carries("12", "count")
+    assert not carries("as many as you like", "count")
     assert carries("Per serving: 920 kcal, 38 g protein", "nutrition")
     assert not carries("Cardamom bun: $4.25", "nutrition")
     for text in ("Tuesday to Friday: 7:30 am – 5:00 pm", "Monday: Closed", "served from noon", "we meet at 10 sharp",
