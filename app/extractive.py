@@ -78,6 +78,14 @@ _CONTINUES = re.compile(
 
 #: A list item's mark ("- ", "2. ").
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+#: A heading that names a term rather than a section ("archived", "quarantined", `max_age`): a
+#: word or two that does not open with a capital. "Ingredients", "Notes" or "Returns and refunds"
+#: name sections, and read as noise before an item.
+_TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
+
+
+def _names_a_term(heading: str) -> bool:
+    return bool(heading) and bool(_TERM_HEADING.match(heading.strip()))
 #: A short line of words with no sentence's end: a tab's or an example's label above its code.
 _TAB_LABEL = re.compile(r"^[\w *#+/.,()-]{1,40}(?<![.!?:;])$")
 #: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
@@ -111,6 +119,8 @@ class Unit(msgspec.Struct, kw_only=True):
     block: int = -1
     """Which paragraph (or list item, table, code block) of its source it belongs to: sentences of one
     paragraph share it."""
+    heading: str = ""
+    """The heading it sits under (the last of its passage's heading path), when known."""
 
 
 class Quote(msgspec.Struct, kw_only=True):
@@ -272,19 +282,19 @@ def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None 
     """The units of one source, in reading order: of its retrieved text, or of the whole page
     (`passages`, its chunks in page order) when the answer may look beyond what was retrieved."""
     if passages:
-        segments = [(p.text, p.kind, " ".join(p.heading_path),
+        segments = [(p.text, p.kind, " ".join(p.heading_path), p.heading_path[-1] if p.heading_path else "",
                      source.similarity if p.similarity is None else p.similarity) for p in passages]
     else:
-        segments = [(source.text, source.kind, source.context, source.similarity)]
+        segments = [(source.text, source.kind, source.context, "", source.similarity)]
     units: list[Unit] = []
     blocks = 0
-    for text, kind, heading, similarity in segments:
+    for text, kind, heading, last_heading, similarity in segments:
         about_segment = f"{heading} {source.title}"
         pieces = _segment_units(text, kind)
         for piece, unit_kind, about, block in pieces:
             units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
                               about=f"{about} {about_segment}".strip(), passage_similarity=similarity,
-                              block=blocks + block))
+                              block=blocks + block, heading=last_heading))
         blocks += 1000 + max((block for *_, block in pieces), default=0)
     return units
 
@@ -686,6 +696,15 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     quotes = [Quote(source=units[i].source, kind=units[i].kind, score=round(score[i], 4),
                     text=units[i].text if polar or units[i].kind != "faq" else _BARE_REPLY.sub("", units[i].text))
               for i in chosen]
+    # A list item is read with the term its heading names ("archived: The index … MUST NOT allow
+    # uploads…"), as a table row is with its header: the item alone does not say what it is of.
+    headed: set[tuple[int, str]] = set()
+    for quote, i in zip(quotes, chosen, strict=True):
+        unit = units[i]
+        if (unit.kind == "sentence" and _names_a_term(unit.heading) and _LIST_MARK.match(unit.text)
+                and unit.heading.casefold() not in unit.text.casefold() and (unit.source, unit.heading) not in headed):
+            headed.add((unit.source, unit.heading))
+            quote.text = f"{unit.heading}: {_LIST_MARK.sub('', unit.text, count=1)}"
     # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
     # nothing extra" answer together what neither does alone).
     passage = [units[i] for i in chosen if units[i].source == lead_unit.source]

@@ -217,6 +217,27 @@ def test_the_sentence_before_the_lead_is_quoted_when_the_next_one_does_not_read_
                       "database."]
 
 
+def test_a_list_item_is_quoted_with_the_term_its_heading_names():
+    """"How do I mark my project as archived?" was answered "- The index … MUST NOT allow uploads…",
+    an item that does not say it is about "archived"; a section's heading ("Returns") is not added."""
+    from store.pages import PagePassage
+
+    status = source(1, "Project status markers.", title="Project Status Markers")
+    passages = {0: [
+        PagePassage(text="- The index hosting the project MUST NOT allow uploads of new distributions.\n"
+                         "- The index MUST offer existing distributions of the project for download.", kind="prose",
+                    heading_path=["Project Status Markers", "archived"]),
+        PagePassage(text="- Books can be returned within 30 days.", kind="prose", heading_path=["Returns"]),
+    ]}
+    counts = {**COUNTS, "archived": 1, "uploads": 3, "allow": 3, "mark": 2, "project": 5, "returned": 1, "books": 2}
+    question = "how do I mark my project as archived so no new uploads are allowed"
+    quotes = [q.text for q in select(question, [status], term_weights(question, counts, 100), passages=passages).quotes]
+    assert quotes[0] == "archived: The index hosting the project MUST NOT allow uploads of new distributions.", quotes
+    question = "can I return the books"
+    quotes = [q.text for q in select(question, [status], term_weights(question, counts, 100), passages=passages).quotes]
+    assert quotes[0] == "- Books can be returned within 30 days.", quotes
+
+
 def test_a_structured_list_is_quoted_by_the_item_that_answers():
     """"How much honey" quotes the honey, not the whole ingredient list (which, naming everything
     in the dish, would otherwise lead any question about it)."""
