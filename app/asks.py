@@ -322,11 +322,17 @@ _COUNT = re.compile(
     r"dozen|single|couple|uno|una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce|docena|veinte|cien|"
     r"eins|ein|eine|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwölf|zwanzig|hundert|dutzend|"
     r"un|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio)\b", re.I)
+#: "Which pip version…?", "from which release…", "¿desde qué versión…?": a version number.
+_ASKS_VERSION = re.compile(
+    r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,2}(?:version|release)\b(?!\s+(?:control|of\s+the\s+docs))"
+    r"|\b(?:minimum|oldest|earliest|lowest)\s+(?:[\w.-]+\s+)?(?:version|release)\b|\bsince\s+which\b"
+    r"|\b(?:desde\s+)?qu[eé]\s+versi[oó]n\b|\bversi[oó]n\s+m[ií]nima\b|\b(?:ab\s+)?welche[rnms]?\s+version\b"
+    r"|\bmindestversion\b|\bquelle\s+version\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
-#: a time of day, a price, a nutrition figure, a temperature, a count.
+#: a time of day, a price, a nutrition figure, a temperature, a count, a version.
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
-               (_ASKS_HOW_MANY, "count", "number"))
+               (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -334,11 +340,12 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
     for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?",
     ("temperature", "temperature") for "how hot should the oven be?", ("count", "number") for "how
-    many people can take part?". A quoted unit that writes none is no answer: the best unit that
-    writes one leads when it is nearly as good (app/extractive.py), else the question is refused."""
+    many people can take part?", ("number", "version number") for "which pip version…?". A quoted
+    unit that writes none is no answer: the best unit that writes one leads when it is nearly as
+    good (app/extractive.py), else the question is refused."""
     asked = tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
     # "How many calories…?" counts a nutrition figure: that is what it must write.
-    return tuple(pair for pair in asked if pair[0] != "count") if len(asked) > 1 else asked
+    return tuple(pair for pair in asked if pair[0] not in ("count", "number")) if len(asked) > 1 else asked
 
 
 def names_api(text: str) -> bool:

@@ -598,7 +598,8 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # pongo la airfryer…?" led with what to drink beside the cake) and a count. Not for a time of
     # day, where a row's day already leads: promoted, "the pickup shelf from 9 am" answered when
     # the milk is delivered.
-    required = [carried for carried, _ in must_carry(question) if carried in ("money", "temperature", "count")]
+    required = [carried for carried, _ in must_carry(question)
+                if carried in ("money", "temperature", "count", "number")]
     if required:
         answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
         if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:

@@ -423,6 +423,12 @@ def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_p
         assert must_carry(question) == (("temperature", "temperature"),), question
     for question in ("How many people can take part?", "¿Cuántos días aguanta en la nevera?", "Wie viele Portionen?"):
         assert must_carry(question) == (("count", "number"),), question
+    for question in ("Which pip version started respecting Requires-Python?",
+                     "What's the minimum version of twine I need?", "¿Desde qué versión de pip funciona?",
+                     "Ab welcher Version geht das?"):
+        assert must_carry(question) == (("number", "version number"),), question
+    for question in ("Can I try the newest version of a CLI tool once?", "which version control system should I use?"):
+        assert must_carry(question) == (), question
     assert carries("Bake at 200°C", "temperature") and carries("vorheizen auf 250 Grad", "temperature")
     assert not carries("Bake until golden", "temperature")
     assert carries("up to eight people", "count") and carries("ocho personas", "count") and carries("12", "count")
