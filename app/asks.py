@@ -95,7 +95,7 @@ _LUGAR = r"(?:la\s+(?:tienda|cafeter[ií]a|panader[ií]a|librer[ií]a)|el\s+(?:l
 _ASKS_LOCATION = re.compile(
     # English
     r"\bwhere\s+(?:are|r)\s+(?:you|u|y'?all)\b"
-    rf"|\bwhere(?:'s|\s+is)\s+(?:(?:exactly|actually)\s+)?(?:your|the)\s+{_PLACE}\b"
+    rf"|\bwhere(?:'s|\s+is|\s+(?:exactly|actually)\s+is)\s+(?:(?:exactly|actually)\s+)?(?:your|the)\s+{_PLACE}\b"
     r"|\bwhere\s+(?:can|do|should|would)\s+(?:i|we)\s+(?:find|visit|meet)\s+(?:you|your)\b"
     r"|\b(?:street|mailing|postal|physical|full|exact)\s+address\b"
     rf"|\b(?:your|the\s+{_PLACE}(?:'s)?)\s+(?:address|location)\b"

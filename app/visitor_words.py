@@ -38,7 +38,7 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
      r"a\s+domicilio|a\s+(?:mi|nuestra)?\s*casa|llev[aá]is|llevar(?:me|nos)?|nach\s+hause|[àa]\s+domicile",
      {"en": "delivery deliver", "es": "reparto domicilio", "de": "Lieferung liefern", "fr": "livraison"}),
     # Getting an order sent: "post" is left out (a blog post, a POST request).
-    (r"mailed|mail\s+(?:it|them|one|me|us)|send\s+(?:it|them|one|me|us)\s+to|mandar(?:me|nos)?|mand[aá]is|"
+    (r"mailed|mail\s+(?:it|them|one|me|us)|send\s+(?:it|them|one|me|us)\s+to|postage|mandar(?:me|nos)?|mand[aá]is|"
      r"enviar(?:me|nos)?|envi[aá]is|versenden|verschicken|schickt\s+ihr|exp[ée]dier|envoy(?:er|ez)",
      {"en": "ship shipping", "es": "envío envían", "de": "Versand versenden", "fr": "livraison expédition"}),
     # Not "broken": "a broken release", "a broken link" on documentation.

@@ -305,6 +305,7 @@ def test_an_organisation_s_fact_is_one_unit_not_a_list_cut_at_its_hours():
     ("Where are you located?", True), ("What's your address?", True), ("Where can I find you?", True),
     ("where is the bakery", True), ("How do I get to your shop?", True), ("¿Dónde estáis?", True),
     ("address pls", True), ("zip code for the bakery?", True), ("which town is Harbor & Pine in?", True),
+    ("I'm driving up on Saturday, where exactly is the café?", True),
     ("¿Cuál es vuestra dirección?", True), ("Wo finde ich euch?", True), ("Où êtes-vous ?", True),
     # Documentation asks where things are, and about addresses, without asking where the place is.
     ("where is the config file located?", False), ("How do I get the client's IP address?", False),
