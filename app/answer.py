@@ -30,7 +30,7 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import NOT_A_SUBJECT, asks_of, carries, must_carry
+from app.asks import NOT_A_SUBJECT, asks_of, carries, must_carry, only_a_price_answers_nothing
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -374,6 +374,9 @@ class Answerer:
         elif missing := [name for carried, name in must_carry(question)
                          if not any(carries(quote.text, carried) for quote in selection.quotes)]:
             refused = f"the passages give no {missing[0]}"
+        elif only_a_price_answers_nothing(question) and all(
+                quote.kind == "row" and carries(quote.text, "money") for quote in selection.quotes):
+            refused = "the passages give only a price"
         else:
             if sentence_similarity is None and verdict_without_sentence(
                     confidence, lexical, settings.min_answerability) is None:

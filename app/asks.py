@@ -348,6 +348,20 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     return tuple(pair for pair in asked if pair[0] not in ("count", "number")) if len(asked) > 1 else asked
 
 
+#: A question about how, where, who or why: a price alone never answers it ("¿cómo se prepara un
+#: chai latte en casa?" was answered "Chai latte: $4.50").
+_ASKS_NO_PRICE = re.compile(
+    r"\b(?:how\s+(?:do|does|did|can|could|should|would|to|is|are)|where|who|whom|why|c[oó]mo|d[oó]nde|"
+    r"qui[eé]n(?:es)?|por\s+qu[eé]|wo(?:her|hin)?|wer|warum|wieso|wie(?!\s*viel)|o[uù]|qui|pourquoi|comment)\b", re.I)
+
+
+def only_a_price_answers_nothing(question: str) -> bool:
+    """Whether a question asks how, where, who or why and no price: a menu row or a price list
+    quoted alone is then no answer."""
+    return bool(_ASKS_NO_PRICE.search(question)) and not _ASKS_COST.search(question) \
+        and not _ASKS_PRICE.search(question)
+
+
 def names_api(text: str) -> bool:
     """Whether a sentence names an API: CamelCase, snake_case or dotted.names, or `code`."""
     return bool(_API_NAME.search(text))

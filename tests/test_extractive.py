@@ -337,6 +337,17 @@ def test_which_questions_ask_how_to_reach_the_place(question, kind):
     assert asks_of(question).own_contact == kind
 
 
+def test_a_price_alone_answers_no_question_of_how_where_who_or_why():
+    from app.asks import only_a_price_answers_nothing
+
+    for question in ("How do you make a chai latte at home?", "¿cómo se prepara un chai latte en casa?",
+                     "where is the smoked haddock from?", "who bakes the bread?", "Wie bereitet man Chai zu?"):
+        assert only_a_price_answers_nothing(question), question
+    for question in ("how much is a chai latte?", "what do you have for breakfast?", "do you have a crab sandwich?",
+                     "cuánto sale el bocadillo?", "where can I see your prices?", "Wie viel kostet der Chai?"):
+        assert not only_a_price_answers_nothing(question), question
+
+
 def test_irregular_past_forms_stem_as_their_verb():
     """"How long will it keep?" is answered by "can be kept … for up to 5 days"; "building" is not
     "built" (a table "built that spring" answered "how old is the building?")."""
@@ -691,6 +702,8 @@ def test_sample_site_says_where_it_is(demo_served, question, lang):
     "Do you have a Christmas menu?",
     # No page gives a nutrition figure: the bun's price answered it ("the passages give no nutrition figure").
     "how many calories are in the seeded rye?",
+    # A menu row gives a price, which answers neither how nor where ("Chai latte: $4.50").
+    "How do you make a chai latte at home?", "where is the smoked haddock on the breakfast plate from?",
 ])
 def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
     base, tenant, site = demo_served
