@@ -305,7 +305,8 @@ def test_an_organisation_s_fact_is_one_unit_not_a_list_cut_at_its_hours():
     ("Where are you located?", True), ("What's your address?", True), ("Where can I find you?", True),
     ("where is the bakery", True), ("How do I get to your shop?", True), ("¿Dónde estáis?", True),
     ("address pls", True), ("zip code for the bakery?", True), ("which town is Harbor & Pine in?", True),
-    ("I'm driving up on Saturday, where exactly is the café?", True),
+    ("I'm driving up on Saturday, where exactly is the café?", True), ("the address for the satnav please", True),
+    ("necesito la dirección para el GPS porfa", True),
     ("¿Cuál es vuestra dirección?", True), ("Wo finde ich euch?", True), ("Où êtes-vous ?", True),
     # Documentation asks where things are, and about addresses, without asking where the place is.
     ("where is the config file located?", False), ("How do I get the client's IP address?", False),
@@ -317,6 +318,14 @@ def test_which_questions_ask_where_the_place_is(question, where):
 
     assert asks_of(question).location is where
     assert bool(where_the_place_is(question, "en")[0]) is where
+
+
+def test_the_device_an_address_is_for_is_asked_not_named():
+    """"Necesito la dirección para el GPS" was refused as naming what the site never mentions (GPS)."""
+    from app.asks import where_words
+
+    assert "gps" in where_words("necesito la dirección para el GPS porfa")
+    assert "satnav" in where_words("can you give me the address for the satnav")
 
 
 @pytest.mark.parametrize("question, kind", [
