@@ -198,7 +198,8 @@ NOT_A_SUBJECT = frozenset("""
     dieser diese dieses diesen jetzt immer gibt geht mache machen
     hacen hace hacer hago desde hasta hacia según tras cuando cuál cuáles cuánto cuánta
     cuántos cuántas puedo puede pueden podemos debo debe quiero quieres tengo tiene tienen hay está
-    están estoy me te le nos les mis tus muy ya también solo sólo algo todo todos otro otra ahora
+    están estoy me te le nos les mis tus muy ya también solo sólo algo así asi todo todos otro otra ahora
+    tenéis teneis tenemos tenés
     siempre donde quien cuanto cuanta cuantos cuantas cual cuales viel viele wieviel
     quel quelle quels quelles
     """.split())  # noqa: SIM905

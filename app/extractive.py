@@ -63,6 +63,9 @@ SEMANTIC_UNITS = 0
 FOLLOW_MARGIN = 0.5
 #: A neighbour of the lead in its own passage, within this much.
 NEIGHBOUR_MARGIN = 1.0
+#: How much longer than its leading sentence a whole FAQ answer may be to be quoted instead: a short
+#: answer ("Yes, on Tuesdays from 10 am to noon." before the sentence that led), not a long one.
+FAQ_MORE_CHARS = 160
 #: A sentence this short right after the lead in its paragraph finishes the lead's thought.
 SHORT_SENTENCE = 40
 #: How much of the lead unit `Selection.lead` carries for the embedding that may decide whether to
@@ -605,6 +608,16 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:
             order.remove(answering)
             order.insert(0, answering)
+    # An FAQ answer is quoted whole: a sentence of it that leads gives way to the whole answer when
+    # that is nearly as good ("We offer store credit worth 40%…" without "Yes, on Tuesdays…").
+    if units[order[0]].kind == "sentence":
+        inner = units[order[0]].text.casefold()
+        whole = next((i for i in order[1:] if units[i].kind == "faq" and units[i].source == units[order[0]].source
+                      and inner in units[i].text.casefold() and len(units[i].text) <= len(inner) + FAQ_MORE_CHARS),
+                     None)
+        if whole is not None and score[order[0]] - score[whole] <= NEIGHBOUR_MARGIN:
+            order.remove(whole)
+            order.insert(0, whole)
     if TRACE is not None:
         TRACE.append(dict(question=question, units=units, score=score, features=features,
                           sources=list(sources), weights=dict(weights)))

@@ -596,6 +596,20 @@ def test_sample_site_gives_its_own_phone_number_and_email(demo_served, question,
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("question, opening", [
+    ("Do you buy second-hand books?", "Yes, on Tuesdays from 10 am to noon. We offer store credit"),
+    ("¿tenéis tarjeta de puntos o algo así para el café?", "Sí, una tarjeta de sellos en papel"),
+])
+def test_sample_site_quotes_an_faq_answer_whole(demo_served, question, opening):
+    """The FAQ's answer, not its second sentence alone ("We offer store credit worth 40%…" without
+    "Yes, on Tuesdays…"), and nothing after it that only shares a filler word ("algo así")."""
+    base, tenant, site = demo_served
+    answer = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert answer["text"].startswith(opening), answer["text"]
+    assert "gluten" not in answer["text"], answer["text"]
+
+
+@pytest.mark.slow
 def test_sample_site_follow_ups_use_the_conversation(demo_served):
     base, tenant, site = demo_served
     first = answer_of(ask(base, tenant.widget_key, "What time do you open on Sunday?", origin=site)[1])
