@@ -84,6 +84,11 @@ synonyms, another language); below it, the term-coverage check applies."""
 STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
+#: The lead sentence's similarity to the question at which it stands for a passage that is not
+#: similar enough (a page about many things). On the calibration sets the answerable questions
+#: such a gate refused scored 0.46–0.56 and the unanswerable ones under 0.34, but for one off-topic
+#: question about a film a recipe blog names in passing (0.62).
+LEAD_STANDS_FOR_PASSAGE = 0.45
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
@@ -356,6 +361,16 @@ class Answerer:
         addressed = bool(selection.quotes) and (
             (bool(words.asking_where) and carries(selection.lead, "address"))
             or (bool(asks_of(question).own_contact) and carries(selection.lead, "contact")))
+        # A passage that covers many things (the about page: its history, its team, the step-free
+        # entrance) is little like any one question about it; the sentence the answer would lead
+        # with can be. It then stands for the passage: "I use a wheelchair - where's the step-free
+        # way in?" had been refused as no passage similar enough.
+        lead_stands = False
+        if len(surviving) < max(1, settings.min_chunks) and selection.quotes:
+            lead_similarity = float(embedder.embed([selection.lead])[0] @ vector)
+            if lead_stands := lead_similarity >= LEAD_STANDS_FOR_PASSAGE:
+                sentence_similarity = lead_similarity
+                confidence = max(confidence, confidence_of(lead_similarity, embedder))
         signals = None
         if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
             refused = "the site does not use most of the question's words"
@@ -367,7 +382,7 @@ class Answerer:
             refused = "the passages the answer would quote never mention " + ", ".join(names)
         elif settings.refuse_unknown_names and (subject := unknown_timed_subject(question, counts, known=known)):
             refused = "the site never mentions " + subject
-        elif len(surviving) < max(1, settings.min_chunks) and not addressed:
+        elif len(surviving) < max(1, settings.min_chunks) and not (addressed or lead_stands):
             refused = "no passage is similar enough"
         elif not selection.quotes:
             refused = "nothing to quote"
