@@ -1,8 +1,7 @@
 """The extractive answer: which pieces of the top sources answer *this* question.
 
-A source is cut into units that may be quoted whole — a prose sentence, an FAQ answer, a
-structured fact, a table row read with its header ("Sunday: 8:00 am – 3:00 pm"), a code block —
-and each unit is scored by how well it answers the question: the question's terms it uses,
+A source is cut into units that may be quoted whole (app/units.py: a prose sentence, an FAQ
+answer, a structured fact, a table row read with its header, a code block), and each unit is scored by how well it answers the question: the question's terms it uses,
 weighted by how rare they are on the site; what it is about (its heading path, FAQ question,
 table header); a number when the question asks how much / when; the fact kind for price, date
 and hours questions; and, for the few best, its semantic similarity to the question with the
@@ -40,9 +39,8 @@ from app.asks import (
 )
 from app.prompt import Source
 from app.terminal import typed_commands
+from app.units import LIST_MARK, Unit, units_of
 from app.visits import days_spanned
-from ingest.chunk import split_sentences
-from ingest.document import IMAGE_PREFIX
 from store.pages import PagePassage
 from store.search import content_terms
 
@@ -79,8 +77,6 @@ _CONTINUES = re.compile(
     r"pero|sin embargo|as[ií] que|esto|eso|entonces|tambi[eé]n|aber|jedoch|das|dies|dann|sonst|stattdessen|auch)\b",
     re.I)
 
-#: A list item's mark ("- ", "2. ").
-_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 #: A heading that names a term rather than a section ("archived", "quarantined", `max_age`): a
 #: word or two that does not open with a capital. "Ingredients", "Notes" or "Returns and refunds"
 #: name sections, and read as noise before an item.
@@ -89,41 +85,11 @@ _TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
 
 def _names_a_term(heading: str) -> bool:
     return bool(heading) and bool(_TERM_HEADING.match(heading.strip()))
-#: A short line of words with no sentence's end: a tab's or an example's label above its code.
-_TAB_LABEL = re.compile(r"^[\w *#+/.,()-]{1,40}(?<![.!?:;])$")
-#: A structured fact's list as the fact renderer writes it (ingest/facts/render.py): a label, then
-#: items separated by "; " ("Ingredients: 2/3 cup peanut butter; 1 cup oats; …"). A label is a
-#: few words, never a sentence and more: an organisation's fact ("Harbor & Pine (local business).
-#: Address: 14 Quay Street, …; Opening hours: Tue–Fri 07:30–17:00; Sat …") was cut into "items"
-#: at its hours.
-_LABELLED_LIST = re.compile(r"^(?P<label>[^\W\d](?:(?!\. )[^:\n]){1,38}):\s+(?P<items>[^\n]+)$")
-_FAQ = re.compile(r"^\s*Q:\s*(?P<q>.+?)\s+A:\s*(?P<a>.+)$", re.S)
 #: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
 #: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
 _BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
 _WORD = re.compile(r"\w+")
-_CODE_LINE = re.compile(r"^\s{2,}\S|[=(){}\[\]]|^\s*(?:\$|>>>|\.\.\.|#|//|from |import |def |class |pip |python )")
-
-
-class Unit(msgspec.Struct, kw_only=True):
-    """A piece of a source that may be quoted whole."""
-
-    source: int
-    """Index of its source in the list the answerer was given."""
-    position: int
-    text: str
-    kind: str
-    """sentence | faq | fact | row | code"""
-    about: str = ""
-    """What it is about beyond its own words: FAQ question, table header, heading path, title."""
-    passage_similarity: float = 0.0
-    """Similarity of the stored passage it was cut from to the question (no embedding per unit)."""
-    block: int = -1
-    """Which paragraph (or list item, table, code block) of its source it belongs to: sentences of one
-    paragraph share it."""
-    heading: str = ""
-    """The heading it sits under (the last of its passage's heading path), when known."""
 
 
 class Quote(msgspec.Struct, kw_only=True):
@@ -218,101 +184,6 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
     return weights
 
 
-# ---------------------------------------------------------------------------------------------
-# Units
-# ---------------------------------------------------------------------------------------------
-
-
-def _table_rows(block: str) -> list[tuple[str, str]] | None:
-    """A table block ("h1 | h2" header line, then rows) as (row as read, header) pairs."""
-    if " | " not in block:  # most blocks: no cell separator, no table (and no list of lines to make)
-        return None
-    lines = [line for line in block.split("\n") if line.strip()]
-    if len(lines) < 2 or sum(" | " in line for line in lines) < len(lines) - 1:
-        return None
-    caption = ""
-    if lines[0].startswith("Table: "):
-        caption, lines = lines[0][7:], lines[1:]
-    header = [c.strip() for c in lines[0].split(" | ")]
-    if not lines[0].strip(" |"):  # a table without a header row: one of empty cells (ingest/maincontent.py)
-        header = [""] * (lines[1].count(" | ") + 1)
-    rows = []
-    for line in lines[1:]:
-        cells = [c.strip() for c in line.split(" | ")]
-        if len(cells) != len(header):
-            rows.append((", ".join(c for c in cells if c), f"{caption} {' '.join(header)}"))
-            continue
-        rows.append((row_text(header, cells), f"{caption} {' '.join(header)}"))
-    return rows
-
-
-def row_text(header: Sequence[str], cells: Sequence[str]) -> str:
-    """A table row read with its header: "Sunday: 8:00 am – 3:00 pm" for two columns,
-    "Chowder — Price: $12.50; Allergens: fish" for more."""
-    first, rest = cells[0], list(zip(header[1:], cells[1:], strict=False))
-    if len(rest) == 1:
-        return f"{first}: {rest[0][1]}"
-    described = "; ".join(f"{name}: {value}" if name else value for name, value in rest if value)
-    return f"{first} — {described}" if described else first
-
-
-#: A list item in words ("- Added a document on migrating uploads. (PR #339)"): prose, though a
-#: parenthesis in it looks like code to _CODE_LINE.
-_PROSE_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+[^\W\d_][\w’'-]*\s+[^\W\d_]+\s+\S"
-                         # Words only, perhaps a spaced aside: "- Markdown (GitHub Flavored Markdown by
-                         # default, or CommonMark)", "- Python 2.7.13 (distutils update)", "- plain text";
-                         # not indented ("    - black" under "package black 24.2.0" in a terminal).
-                         r"|^(?:[-*•]|\d+[.)])\s+[^\W\d_][^=(){}\[\]`$<>:/@]*(?:\s\([^()=`]*\)[^=(){}\[\]`$<>:/@]*)?$"
-                         # An ingredient: "- 2 1/2 cups (12 1/2 oz./390 g) all-purpose flour".
-                         r"|^(?:[-*•]|\d+[.)])\s+[\d¼½¾⅓⅔⅛]+(?:[ /.,-]\d+)*\s*[^\W\d_]+\.?"
-                         r"(?:\s+\([^()=`]*\))?(?:\s+[^\W\d_][^=(){}\[\]`$<>:/@]*)?$")
-
-
-def is_code(block: str) -> bool:
-    """A block kept as written (a `<pre>`): several lines, most of which look like code."""
-    lines = [line for line in block.split("\n") if line.strip()]
-    if len(lines) < 2 and not (lines and _CODE_LINE.search(lines[0]) and not lines[0].rstrip().endswith(".")):
-        return False
-    # An image's alt text ("- Image: Basic Guacamole") is never code: a list of pictures is not a program.
-    items = [bool(_PROSE_ITEM.match(line)) or _LIST_MARK.sub("", line).startswith(IMAGE_PREFIX) for line in lines]
-    coded = sum(bool(_CODE_LINE.search(line)) and not item for line, item in zip(lines, items, strict=True))
-    prose = sum(item or (line.rstrip().endswith((".", "!")) and len(line.split()) > 6)
-                for line, item in zip(lines, items, strict=True))
-    return coded >= max(1, len(lines) // 2) and prose <= len(lines) // 3
-
-
-def units_of(source: Source, index: int, passages: Sequence[PagePassage] | None = None) -> list[Unit]:
-    """The units of one source, in reading order: of its retrieved text, or of the whole page
-    (`passages`, its chunks in page order) when the answer may look beyond what was retrieved."""
-    if passages:
-        segments = [(p.text, p.kind, " ".join(p.heading_path), p.heading_path[-1] if p.heading_path else "",
-                     source.similarity if p.similarity is None else p.similarity) for p in passages]
-    else:
-        segments = [(source.text, source.kind, source.context, "", source.similarity)]
-    units: list[Unit] = []
-    blocks = 0
-    for text, kind, heading, last_heading, similarity in segments:
-        about_segment = f"{heading} {source.title}"
-        pieces = _segment_units(text, kind)
-        for piece, unit_kind, about, block in pieces:
-            units.append(Unit(source=index, position=len(units), text=piece, kind=unit_kind,
-                              about=f"{about} {about_segment}".strip(), passage_similarity=similarity,
-                              block=blocks + block, heading=last_heading))
-        blocks += 1000 + max((block for *_, block in pieces), default=0)
-    return units
-
-
-def _cut_inside_string(block: str) -> bool:
-    """Whether a code block is a piece of a longer listing cut inside a docstring ("Read more about
-    it in the [FastAPI docs…]\n    \"\"\"\n    return super()…", an API reference page's source):
-    an odd number of triple quotes, none on its first line. Never quoted: a visitor reads it as
-    broken code."""
-    for quotes in ('"""', "'''"):
-        if block.count(quotes) % 2 == 1 and quotes not in block.lstrip().split("\n", 1)[0]:
-            return True
-    return False
-
-
 #: A listing of nothing but imports (Python's `from x import y`, `import x`, an ES module's `import
 #: x from "y"`): the shortest block on a page that names its API, so it stood as the "code
 #: example" of a how-do-I answer, showing nothing of how.
@@ -328,83 +199,6 @@ def _imports_nothing_asked(unit: Unit, weights: Mapping[str, float]) -> bool:
     never quoted (`FastAPI, Header` and `BaseModel` under "how do I test my API"); one that
     imports what was asked (`StaticFiles` for "serve static files") may stand."""
     return _bare_imports(unit) and not any(t in stems(unit.text) for t in weights)
-
-
-def _postal_address(block: str) -> str | None:
-    """A block that is a postal address, a line each ("Harbor & Pine\n14 Quay Street\nPort Wren,
-    ME 04987"), as one line: read line by line, "where are you?" was answered "14 Quay Street"."""
-    lines = [line.strip() for line in block.splitlines() if line.strip()]
-    if not 2 <= len(lines) <= 6 or any(len(line) > 60 or line.endswith((".", "?", "!", ":")) for line in lines):
-        return None
-    return ", ".join(lines) if carries(block, "address") else None
-
-
-def _is_list_rest(block: str) -> bool:
-    """Whether a paragraph is a list's items and nothing else: one line of at least four short
-    pieces separated by "; "."""
-    if "\n" in block or block.count("; ") < 3:
-        return False
-    items = block.split("; ")
-    return sum(map(len, items)) / len(items) <= 100
-
-
-@functools.lru_cache(maxsize=8192)
-def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...]:
-    """(text, kind, about, block) of the units of one stored passage; remembered, since the same
-    pages are read question after question. `block` numbers the paragraphs, and the lines of a list."""
-    out: list[tuple[str, str, str, int]] = []
-    number = 0
-
-    def add(piece: str, unit_kind: str, about: str = "", line: int = 0) -> None:
-        piece = piece.strip()
-        if len(piece) > 2:
-            out.append((piece, unit_kind, about, number * 1000 + min(line, 999)))
-
-    blocks = text.split("\n\n")
-    for number, block in enumerate(blocks):
-        faq = _FAQ.match(block)
-        if block.startswith(IMAGE_PREFIX):
-            continue  # a shown image's alt text ("Image: Banana Cue Final") names a picture, answers nothing
-        if _TAB_LABEL.match(block) and number + 1 < len(blocks) and is_code(blocks[number + 1]):
-            # A code tab's label ("Python 3.10+", "Source code in fastapi/routing.py") is not a
-            # sentence: quoted after "…you can write:", it stood where the code should have.
-            continue
-        if faq:
-            add(faq.group("a"), "faq", faq.group("q"))
-        elif kind == "fact" and (items := _LABELLED_LIST.match(block)) and items.group("items").count("; ") >= 2:
-            # "Ingredients: 2/3 cup peanut butter; 1 cup oats; …": each item is a unit, so that
-            # "how much sugar" quotes the sugar, and a long list cannot lead every question about
-            # its dish on the strength of naming everything in it (also where a long fact's next
-            # chunk opens with the list).
-            for line, item in enumerate(items.group("items").rstrip(".").split("; ")):
-                add(item, "sentence", items.group("label"), line=line)
-        elif kind == "fact" and number == 0 and _is_list_rest(block):
-            # The rest of a list a long fact's previous chunk began ("…; 8 oz cold mascarpone
-            # cheese (if you don't have mascarpone cheese, you can use cream cheese); 1/3 cup
-            # powdered sugar; …"): its items, as above, not one unit of all of them.
-            for line, item in enumerate(block.rstrip(".").split("; ")):
-                add(item, "sentence", line=line)
-        elif number == 0 and kind in ("fact", "form", "action"):
-            add(block, "fact")
-        elif (rows := _table_rows(block)) is not None:
-            for row, header in rows:
-                add(row, "row", header)
-        elif "\n" in block.strip() and (address := _postal_address(block)):
-            add(address, "sentence")
-        elif "\n" in block.strip() and is_code(block):
-            if not _cut_inside_string(block):
-                add(block, "code")
-        else:
-            cursor = 0
-            for sentence in split_sentences(block):
-                found = block.find(sentence[:40], cursor)
-                cursor = found if found >= 0 else cursor
-                # A question is never an answer (a heading like "Do you deliver?"), nor is an
-                # image's alt text in a list ("- Image: Chicken Avocado Nachos").
-                asked = sentence.rstrip().endswith(("?", "？"))
-                if not (asked or _LIST_MARK.sub("", sentence).startswith(IMAGE_PREFIX)):
-                    add(sentence, "sentence", line=block.count("\n", 0, cursor))
-    return tuple(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,8 +218,6 @@ def _coverage(weights: Mapping[str, float], own: frozenset[str], about: frozense
     if total <= 0 or not (hit or hit_about):
         return 0.0
     return (sum(weights[t] for t in hit) + 0.5 * sum(weights[t] for t in hit_about)) / total
-
-
 
 
 #: What a unit is scored on. Each is cheap: words, kinds and the similarities retrieval already
@@ -660,7 +452,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         if any(folded in units[j].text.casefold() or units[j].text.casefold() in folded for j in chosen):
             continue  # the same words again (an FAQ answer is also on its page as prose)
         on_subject = bool(subject & stems(candidate.text))
-        if introduced and _LIST_MARK.match(candidate.text):
+        if introduced and LIST_MARK.match(candidate.text):
             # "Formats supported by PyPI's README renderer are:" brings its whole list, not one item.
             units.append(_list_from(units, index_of, candidate, MAX_ANSWER_CHARS - used))
             score.append(score[neighbour])
@@ -715,10 +507,10 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     headed: set[tuple[int, str]] = set()
     for quote, i in zip(quotes, chosen, strict=True):
         unit = units[i]
-        if (unit.kind == "sentence" and _names_a_term(unit.heading) and _LIST_MARK.match(unit.text)
+        if (unit.kind == "sentence" and _names_a_term(unit.heading) and LIST_MARK.match(unit.text)
                 and unit.heading.casefold() not in unit.text.casefold() and (unit.source, unit.heading) not in headed):
             headed.add((unit.source, unit.heading))
-            quote.text = f"{unit.heading}: {_LIST_MARK.sub('', unit.text, count=1)}"
+            quote.text = f"{unit.heading}: {LIST_MARK.sub('', unit.text, count=1)}"
     # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
     # nothing extra" answer together what neither does alone).
     passage = [units[i] for i in chosen if units[i].source == lead_unit.source]
@@ -741,7 +533,7 @@ def _list_from(units: Sequence[Unit], index_of: Mapping[tuple[int, int], int], f
     position = first.position + 1
     while (following := index_of.get((first.source, position))) is not None:
         item = units[following]
-        if (item.block // 1000 != first.block // 1000 or not _LIST_MARK.match(item.text)
+        if (item.block // 1000 != first.block // 1000 or not LIST_MARK.match(item.text)
                 or length + len(item.text) + 1 > room):
             break
         items.append(item.text)

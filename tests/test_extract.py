@@ -474,7 +474,7 @@ def test_big_tables_repeat_their_header_row_in_each_block():
 def test_a_table_without_a_header_row_gets_one_of_empty_cells():
     """Rows headed by their own `<th scope="row">` ("Monday | Closed"): the first row was read as
     the header, and "are you open on Monday?" found no row for Monday."""
-    from app.extractive import _table_rows
+    from app.units import _table_rows
     from ingest.clean import normalise_text
 
     doc = extract("<main><table><tr><th scope='row'>Monday</th><td>Closed</td></tr>"

@@ -18,10 +18,11 @@ from app.answerability import (
     verdict_without_sentence,
 )
 from app.eval import answer_precision
-from app.extractive import LEAD_CHARS, is_code, row_text, select, term_weights, units_of
+from app.extractive import LEAD_CHARS, select, term_weights
 from app.followup import carried_subject, leans_on_history
 from app.prompt import Source
 from app.sources import quoted_first
+from app.units import is_code, row_text, units_of
 from tests.test_app import answer_of, ask
 
 
@@ -748,7 +749,7 @@ def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
 
 def test_a_list_of_words_is_prose_not_code():
     """A changelog or navigation list is split into items, never quoted whole as a code block."""
-    from app.extractive import is_code
+    from app.units import is_code
 
     assert not is_code("- Added a document on migrating uploads to PyPI.org. (PR #339)\n"
                        "- Added documentation for python_requires. (PR #338)\n- Added a note (PR #335)")
