@@ -84,12 +84,12 @@ synonyms, another language); below it, the term-coverage check applies."""
 STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
-#: The lead sentence's similarity to the question at which it stands for a passage that is not
-#: similar enough (a page about many things). On the calibration sets the answerable questions
-#: such a gate refused scored 0.46–0.56 and the unanswerable ones under 0.34, but for one off-topic
-#: question about a film a recipe blog names in passing (0.62).
-LEAD_STANDS_FOR_PASSAGE = 0.45
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
+LEAD_STANDS_FOR_PASSAGE = 0.45
+"""The lead sentence's similarity to the question at which it stands for a passage that is not
+similar enough (a page about many things). On the calibration sets the answerable questions such a
+gate refused scored 0.46–0.56 and the unanswerable ones under 0.34, but for one off-topic question
+about a film a recipe blog names in passing (0.62)."""
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
     "es": "No he encontrado eso en este sitio. Estas páginas pueden ayudar:",
@@ -352,9 +352,6 @@ class Answerer:
                            page_url=page_url)
         sentence_similarity = selection.similarity
         lexical = selection.lead_features.get("lexical", 0.0)
-        # A near miss in the site's own vocabulary finds passages that share its words, never a
-        # sentence that addresses the question; an off-topic one, a page that uses a word once.
-        # The most telling reason first: words the site never uses say more than a low similarity.
         # "Where can I find you?" answered with the street address, "what's your phone number?"
         # with the number: the question asks where the place itself is or how to reach it
         # (app/asks.py), which an address or a number answers whatever the similarities say.
@@ -365,14 +362,18 @@ class Answerer:
         # entrance) is little like any one question about it; the sentence the answer would lead
         # with can be. It then stands for the passage: "I use a wheelchair - where's the step-free
         # way in?" had been refused as no passage similar enough.
-        lead_stands = False
+        lead_stands, passage_confidence = False, confidence
         if len(surviving) < max(1, settings.min_chunks) and selection.quotes:
             lead_similarity = float(embedder.embed([selection.lead])[0] @ vector)
             if lead_stands := lead_similarity >= LEAD_STANDS_FOR_PASSAGE:
                 sentence_similarity = lead_similarity
                 confidence = max(confidence, confidence_of(lead_similarity, embedder))
+        # A near miss in the site's own vocabulary finds passages that share its words, never a
+        # sentence that addresses the question; an off-topic one, a page that uses a word once.
+        # The most telling reason first: words the site never uses say more than a low similarity.
         signals = None
-        if settings.min_term_coverage > 0 and confidence < strong and coverage.share < settings.min_term_coverage:
+        if (settings.min_term_coverage > 0 and passage_confidence < strong
+                and coverage.share < settings.min_term_coverage):
             refused = "the site does not use most of the question's words"
         elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=known)):
             refused = "the site never mentions " + ", ".join(names)

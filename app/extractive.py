@@ -1,8 +1,9 @@
 """The extractive answer: which pieces of the top sources answer *this* question.
 
 A source is cut into units that may be quoted whole (app/units.py: a prose sentence, an FAQ
-answer, a structured fact, a table row read with its header, a code block), and each unit is scored by how well it answers the question: the question's terms it uses,
-weighted by how rare they are on the site; what it is about (its heading path, FAQ question,
+answer, a structured fact, a table row read with its header, a code block), and each unit is
+scored by how well it answers the question: the question's terms it uses, weighted by how rare
+they are on the site; what it is about (its heading path, FAQ question,
 table header); a number when the question asks how much / when; the fact kind for price, date
 and hours questions; and, for the few best, its semantic similarity to the question with the
 tenant's own embedder. The answer leads with the best unit and adds a second or third only when
