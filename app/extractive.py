@@ -84,13 +84,15 @@ _CONTINUES = re.compile(
 _TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
 
 
-def _names_a_term(heading: str) -> bool:
-    return bool(heading) and bool(_TERM_HEADING.match(heading.strip()))
 #: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
 #: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
 _BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
 _WORD = re.compile(r"\w+")
+
+
+def _names_a_term(heading: str) -> bool:
+    return bool(heading) and bool(_TERM_HEADING.match(heading.strip()))
 
 
 class Quote(msgspec.Struct, kw_only=True):
