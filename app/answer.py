@@ -11,6 +11,7 @@ event (or the disconnect), in the background, so it never delays the visitor.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
@@ -22,15 +23,8 @@ import anyio
 import msgspec
 import numpy as np
 
-from app.answerability import (
-    AnswerSignals,
-    answerability,
-    names_in_passing,
-    unknown_names,
-    unknown_timed_subject,
-    verdict_without_sentence,
-)
-from app.asks import NOT_A_SUBJECT, asks_of, carries, must_carry, only_a_price_answers_nothing
+from app.answerability import AnswerSignals
+from app.asks import NOT_A_SUBJECT
 from app.cache import AnswerCache, normalize_question
 from app.context import Context
 from app.events import (
@@ -51,6 +45,7 @@ from app.grounding import opening
 from app.metrics import Metrics
 from app.prompt import Source, build_prompt, neutralise
 from app.providers import Provider, word_pieces
+from app.refusal import Evidence, verdict
 from app.site_words import in_site_words, known_besides_index
 from app.sources import (
     cited_sources,
@@ -58,7 +53,6 @@ from app.sources import (
     group_hits,
     insert_page_source,
     quoted_first,
-    quoted_passages,
     snippet,
 )
 from app.visitor_day import visitor_day
@@ -85,11 +79,6 @@ STRONG_CONFIDENCE_NATIVE = 0.6
 """The same for a question in one of the model's own languages, where similarity is not inflated."""
 WHOLE_PAGE_SOURCES = 2
 """The top sources whose whole page the extractive answer may quote (not only the retrieved chunk)."""
-LEAD_STANDS_FOR_PASSAGE = 0.45
-"""The lead sentence's similarity to the question at which it stands for a passage that is not
-similar enough (a page about many things). On the calibration sets the answerable questions such a
-gate refused scored 0.46–0.56 and the unanswerable ones under 0.34, but for one off-topic question
-about a film a recipe blog names in passing (0.62)."""
 NOT_FOUND = {
     "en": "I could not find that on this site. These pages may help:",
     "es": "No he encontrado eso en este sitio. Estas páginas pueden ayudar:",
@@ -350,58 +339,15 @@ class Answerer:
         weights = term_weights(f"{question} {words.weighed}".rstrip(), counts, stats.chunks, carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
-        sentence_similarity = selection.similarity
-        lexical = selection.lead_features.get("lexical", 0.0)
-        # "Where can I find you?" answered with the street address, "what's your phone number?"
-        # with the number: the question asks where the place itself is or how to reach it
-        # (app/asks.py), which an address or a number answers whatever the similarities say.
-        addressed = bool(selection.quotes) and (
-            (bool(words.asking_where) and carries(selection.lead, "address"))
-            or (bool(asks_of(question).own_contact) and carries(selection.lead, "contact")))
-        # A passage that covers many things (the about page: its history, its team, the step-free
-        # entrance) is little like any one question about it; the sentence the answer would lead
-        # with can be. It then stands for the passage: "I use a wheelchair - where's the step-free
-        # way in?" had been refused as no passage similar enough.
-        lead_stands, passage_confidence = False, confidence
-        if len(surviving) < max(1, settings.min_chunks) and selection.quotes:
-            lead_similarity = float(embedder.embed([selection.lead])[0] @ vector)
-            if lead_stands := lead_similarity >= LEAD_STANDS_FOR_PASSAGE:
-                sentence_similarity = lead_similarity
-                confidence = max(confidence, confidence_of(lead_similarity, embedder))
-        # A near miss in the site's own vocabulary finds passages that share its words, never a
-        # sentence that addresses the question; an off-topic one, a page that uses a word once.
-        # The most telling reason first: words the site never uses say more than a low similarity.
-        signals = None
-        if (settings.min_term_coverage > 0 and passage_confidence < strong
-                and coverage.share < settings.min_term_coverage):
-            refused = "the site does not use most of the question's words"
-        elif settings.refuse_unknown_names and (names := unknown_names(question, counts, lang, known=known)):
-            refused = "the site never mentions " + ", ".join(names)
-        elif settings.refuse_unknown_names and (names := names_in_passing(
-                question, counts, lang, coverage_threshold(stats.chunks),
-                quoted_passages(sources, [q.source for q in selection.quotes]), known=known)):
-            refused = "the passages the answer would quote never mention " + ", ".join(names)
-        elif settings.refuse_unknown_names and (subject := unknown_timed_subject(question, counts, known=known)):
-            refused = "the site never mentions " + subject
-        elif len(surviving) < max(1, settings.min_chunks) and not (addressed or lead_stands):
-            refused = "no passage is similar enough"
-        elif not selection.quotes:
-            refused = "nothing to quote"
-        elif missing := [name for carried, name in must_carry(question)
-                         if not any(carries(quote.text, carried) for quote in selection.quotes)]:
-            refused = f"the passages give no {missing[0]}"
-        elif only_a_price_answers_nothing(question) and all(
-                quote.kind == "row" and carries(quote.text, "money") for quote in selection.quotes):
-            refused = "the passages give only a price"
-        else:
-            if sentence_similarity is None and verdict_without_sentence(
-                    confidence, lexical, settings.min_answerability) is None:
-                # One short embedding: the sentence the answer would lead with, against the question.
-                sentence_similarity = float(embedder.embed([selection.lead])[0] @ vector)
-            signals = answerability(confidence, coverage.share, sentence_similarity, lexical,
-                                    threshold=settings.min_answerability)
-            refused = ("no sentence answers the question"
-                       if signals.probability < settings.min_answerability and not addressed else "")
+        # Answer or refuse (app/refusal.py), the lead sentence embedded only where it can tell.
+        decided = verdict(
+            Evidence(question=question, lang=lang, confidence=confidence, strong=strong,
+                     similar_passages=len(surviving), coverage=coverage, counts=counts, chunks=stats.chunks,
+                     known=known, asking_where=words.asking_where, sources=sources, selection=selection),
+            settings, functools.cache(lambda: float(embedder.embed([selection.lead])[0] @ vector)),
+            lambda similarity: confidence_of(similarity, embedder))
+        refused, confidence = decided.refused, decided.confidence
+        sentence_similarity, signals = decided.sentence_similarity, decided.signals
         if refused:  # a refused answer reports a confidence below the tenant's threshold
             confidence = min(confidence, settings.min_confidence * 0.99)
         sources, quotes = quoted_first(sources, [(q.source, q.text, q.kind) for q in selection.quotes])

@@ -12,7 +12,7 @@ uses it once. What separates them from answerable questions, measured on the cal
 
 A logistic model over those three gives the probability that the site answers; below the
 tenant's `answer.min_answerability` the visitor gets the honest answer with the best links.
-It is fitted on the questions that pass the term-coverage check (app/answer.py), which refuses
+It is fitted on the questions that pass the term-coverage check (app/refusal.py), which refuses
 first what the site has no words for; `coverage` is kept with the signals for debugging.
 Before it, a question that names something the site never mentions (`unknown_names`: "deploy
 on Vercel", "traces in Jaeger", "the lantern festival in Taiwan") is refused whatever its
