@@ -45,6 +45,9 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"smashed|cracked|shattered|rot[oa]s?|dañad[oa]s?|rajad[oa]s?|kaputt|zerbrochen|"
      r"besch[äa]digt|cass[ée]e?s?|endommag[ée]e?s?",
      {"en": "damaged", "es": "dañado daña", "de": "beschädigt", "fr": "endommagé"}),
+    # Reading to children: "any storytime for my 4 yr old?" where the page says "Story Hour".
+    (r"story\s?times?|read[- ]?alouds?|cuentacuentos|lectura\s+de\s+cuentos|vorlese\w*|heure\s+du\s+conte",
+     {"en": "story hour", "es": "hora del cuento cuentos", "de": "Vorlesestunde", "fr": "heure du conte"}),
     # "Vale" alone is Spanish for "okay".
     (r"vouchers?|gift\s+certificates?|vales?\s+(?:de\s+)?regalo|gutscheine?|bons?\s+(?:d['’])?cadeaux?|"
      r"ch[èe]ques?[\s-]cadeaux?",

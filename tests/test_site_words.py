@@ -63,6 +63,7 @@ def test_a_visitor_s_everyday_word_is_searched_as_sites_write_it():
     assert site_terms_for("¿Cuánto me cobran por enviar un pedido?", "es")[0] == "envío envían"
     assert site_terms_for("my granola jar showed up smashed", "en")[0] == "damaged"
     assert site_terms_for("how much is postage to Oregon?", "en")[0] == "ship shipping"
+    assert site_terms_for("any storytime kind of thing for my 4 yr old?", "en")[0] == "story hour"
     assert site_terms_for("what would you charge to bring a cake to my house?", "en")[0] == "delivery deliver"
     assert site_terms_for("¿me lo lleváis a casa?", "es")[0] == "reparto domicilio"
     assert site_terms_for("can I buy a gift voucher?", "en") == ("gift card gift cards", {"voucher"})
