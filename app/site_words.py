@@ -18,7 +18,7 @@ from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source
 from app.visitor_day import VisitorDay, visitor_day
-from app.visitor_words import site_terms_for, visitor_place
+from app.visitor_words import agent_words, site_terms_for, visitor_place
 from app.visits import days_spanned, period_days, when_to_visit
 from store.search import words_of
 
@@ -59,7 +59,9 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     address, asking_where = where_the_place_is(question, lang)
     # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free").
     everyday, everyday_own = site_terms_for(question, lang)
-    weighed = " ".join(part for part in (holidays.dates, period, today.day, everyday) if part)
+    # "Who does the baking?" is searched and weighed as the page names the one who does ("baker").
+    agents = agent_words(question)
+    weighed = " ".join(part for part in (holidays.dates, period, today.day, everyday, agents) if part)
     # The words added for an everyday word are not the visitor's: the coverage check does not read
     # them, neither as words the site uses nor as ones it never does ("daña" beside "dañado").
     covered = " ".join(part for part in (query, holidays.dates, period, today.day, hours_word, address) if part)

@@ -73,6 +73,21 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
 _PATTERNS = tuple((re.compile(rf"(?<!\w)(?:{words})(?!\w)", re.I), site) for words, site in _CONCEPTS)
 
 
+#: "Who does the baking?": the person doing it, as a page names them ("our head baker").
+_WHO = re.compile(r"\bwho(?:'s|\s+is|\s+does|\s+do)?\b", re.I)
+_GERUND = re.compile(r"\b([a-z]{3,})ing\b")
+
+
+def agent_words(question: str) -> str:
+    """For an English question about who does something ("who actually does the baking?", "who's
+    in charge of the roasting?"): the words for the one who does it ("baker", "roaster", "cook"),
+    searched and weighed beside the question's own; "" for any other question."""
+    if not _WHO.search(question):
+        return ""
+    stems = _GERUND.findall(question.lower())
+    return " ".join(word for stem in stems for word in (stem + "er", stem))
+
+
 @functools.lru_cache(maxsize=1024)
 def site_terms_for(question: str, lang: str) -> tuple[str, frozenset[str]]:
     """The words sites write for the everyday words of `question` ("coeliac" → "gluten-free

@@ -622,6 +622,13 @@ def test_sample_site_answers_from_a_page_about_many_things(demo_served, question
 
 
 @pytest.mark.slow
+def test_sample_site_names_who_does_the_baking(demo_served):
+    base, tenant, site = demo_served
+    answer = answer_of(ask(base, tenant.widget_key, "who actually does the baking there?", origin=site)[1])
+    assert answer["meta"]["answered"] is True and "Mara Ellison" in answer["text"], answer["text"]
+
+
+@pytest.mark.slow
 def test_sample_site_follow_ups_use_the_conversation(demo_served):
     base, tenant, site = demo_served
     first = answer_of(ask(base, tenant.widget_key, "What time do you open on Sunday?", origin=site)[1])

@@ -94,3 +94,13 @@ def test_where_the_visitor_is_is_not_a_name_the_site_should_know():
         assert visitor_place(question) == "", question
     words = in_site_words("I'm in Oregon, do you ship?", "", None, "en")
     assert "Oregon" in known_besides_index(words, "I'm in Oregon, do you ship?", [HOURS], "")[0]
+
+
+def test_who_does_something_is_searched_as_the_one_who_does_it():
+    """"Who actually does the baking?" against "Mara Ellison is our head baker": "baking" and
+    "baker" share no stem."""
+    from app.visitor_words import agent_words
+
+    assert agent_words("who actually does the baking there?").split()[0] == "baker"
+    assert agent_words("who's in charge of the roasting?").split()[0] == "roaster"
+    assert agent_words("how do I start baking bread?") == ""  # not a question about who
