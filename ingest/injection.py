@@ -248,16 +248,15 @@ def _put_together(folded: str) -> str:
     return _LEET_WORD.sub(lambda word: word.group(0).translate(_LEET), _SYLLABLES.sub("", joined))
 
 
-def _unobfuscated(folded: str) -> tuple[str, list[int]]:
-    """``_put_together(folded)`` and, for each of its characters, the index in ``folded`` it came from."""
+def _put_together_origin(folded: str) -> list[int]:
+    """For each character of ``_put_together(folded)``, the index in ``folded`` it came from."""
     keep = [True] * len(folded)
     for run in _SPELLED_APART.finditer(folded):
         for index in range(run.start() + 1, run.end(), 2):
             keep[index] = False
     for hyphen in _SYLLABLES.finditer(folded):
         keep[hyphen.start()] = False
-    origin = [index for index in range(len(folded)) if keep[index]]
-    return _put_together(folded), origin
+    return [index for index in range(len(folded)) if keep[index]]
 
 
 # Words an order hardly goes without: the markers are read again only when putting the text
@@ -274,10 +273,10 @@ def _unobfuscated_markers(text: str, folded: str) -> list[tuple[str, int, int]]:
     together = _put_together(folded)
     if together == folded or not any(word in together and word not in folded for word in _ORDER_WORDS):
         return []
-    if not any(True for _ in _markers(together)):
+    found = list(_markers(together))
+    if not found:
         return []
-    variant, to_folded = _unobfuscated(folded)  # the slow way, only for the texts that need it
-    found = list(_markers(variant))
+    to_folded = _put_together_origin(folded)  # the slow way, only for the texts that need it
     to_text = fold_with_origin(text)[1] if not text.isascii() else None
     spans = []
     for reason, start, end in found:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 SECRET_TOKEN = "[secret]"
 
@@ -186,14 +186,20 @@ _KNOWN_TOKEN_STARTS = tuple(re.compile(pattern) for pattern in (
 ))  # fmt: skip
 
 
+def _occurrences(text: str, literals: Iterable[str]) -> Iterator[int]:
+    """Every position where one of `literals` starts in `text`, found with plain searches (far
+    cheaper than a pattern scanned at every character)."""
+    for literal in literals:
+        at = text.find(literal)
+        while at != -1:
+            yield at
+            at = text.find(literal, at + 1)
+
+
 def _known_token_starts(text: str) -> list[int]:
     """Every position where one of `_KNOWN_TOKEN_PREFIXES` occurs, in order."""
     starts = {match.start() for pattern in _KNOWN_TOKEN_STARTS for match in pattern.finditer(text)}
-    for literal in _LITERAL_TOKEN_STARTS:
-        at = text.find(literal)
-        while at != -1:
-            starts.add(at)
-            at = text.find(literal, at + 1)
+    starts.update(_occurrences(text, _LITERAL_TOKEN_STARTS))
     return sorted(starts)
 
 
@@ -287,26 +293,18 @@ def _key_words(text: str) -> Iterator[re.Match[str]]:
     if len(lowered) != len(text):
         yield from _KEY_WORD.finditer(text)
         return
-    starts: set[int] = set()
-    for literal in _KEY_WORD_STARTS:
-        at = lowered.find(literal)
-        while at != -1:
-            starts.add(at)
-            at = lowered.find(literal, at + 1)
     end = 0
-    for start in sorted(starts):
+    for start in sorted(set(_occurrences(lowered, _KEY_WORD_STARTS))):
         if start >= end and (match := _KEY_WORD.match(text, start)) is not None:
             end = match.end()
             yield match
 
 
 def _keyed_credentials(text: str) -> Iterator[Span]:
-    for named in ("SSN", "ocial security", "ocial Security"):
-        at = text.find(named)
-        while at != -1:
-            if (ssn := _SSN.match(text, at - (0 if named == "SSN" else 1))) is not None:
-                yield ssn.start(1), ssn.end(1), SECRET_TOKEN
-            at = text.find(named, at + 1)
+    for at in sorted(set(_occurrences(text, ("SSN", "ocial security", "ocial Security")))):
+        # "ocial…" begins one character into "Social": the pattern starts at its capital.
+        if (ssn := _SSN.match(text, at if text.startswith("SSN", at) else at - 1)) is not None:
+            yield ssn.start(1), ssn.end(1), SECRET_TOKEN
     found: list[tuple[re.Match[str], bool]] = []
     for word in _key_words(text):
         password = _PASSWORD_WORD.fullmatch(word.group()) is not None
