@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from app.visits import RELATIVE_DAY, visit_words
+from app.visits import HOUR_WORDS, HOUR_WORDS_ES, RELATIVE_DAY, visit_words
 from ingest.lang import primary_subtag
 
 # What a text carries.
@@ -65,8 +65,7 @@ _ASKS_COST = re.compile(
     r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t", re.I)
 _CLOCK = re.compile(
     r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
-    r"|\b(?:at|a\s+las|um|à)\s+(?:\d{1,2}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|una|dos|"
-    r"tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce)\b", re.I)
+    rf"|\b(?:at|a\s+las|um|à)\s+(?:\d{{1,2}}|{HOUR_WORDS}|{HOUR_WORDS_ES})\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
 #: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
@@ -321,8 +320,8 @@ _NUTRITION = re.compile(
 #: "How many…?", "¿cuántos…?": a count, in figures or in words ("up to eight people").
 _ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga)\b", re.I)
 _COUNT = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
-    r"dozen|single|couple|uno|una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce|docena|veinte|cien|"
+    rf"\d|\b(?:{HOUR_WORDS}|twenty|thirty|forty|fifty|hundred|"
+    rf"dozen|single|couple|uno|{HOUR_WORDS_ES}|docena|veinte|cien|"
     r"eins|ein|eine|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwölf|zwanzig|hundert|dutzend|"
     r"un|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio)\b", re.I)
 #: "Which pip version…?", "from which release…", "¿desde qué versión…?": a version number.

@@ -502,18 +502,21 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # Read in source order, each source's units in page order.
     chosen.sort(key=lambda i: (units[i].source != lead_unit.source, units[i].source, units[i].position))
     polar = asks_yes_or_no(question)
-    quotes = [Quote(source=units[i].source, kind=units[i].kind, score=round(score[i], 4),
-                    text=units[i].text if polar or units[i].kind != "faq" else _BARE_REPLY.sub("", units[i].text))
-              for i in chosen]
-    # A list item is read with the term its heading names ("archived: The index … MUST NOT allow
-    # uploads…"), as a table row is with its header: the item alone does not say what it is of.
-    headed: set[tuple[int, str]] = set()
-    for quote, i in zip(quotes, chosen, strict=True):
-        unit = units[i]
+    headed: set[tuple[int, str]] = set()  # the headings already written before an item of theirs
+
+    def as_quoted(unit: Unit) -> str:
+        if unit.kind == "faq" and not polar:
+            return _BARE_REPLY.sub("", unit.text)
+        # A list item is read with the term its heading names ("archived: The index … MUST NOT allow
+        # uploads…"), as a table row is with its header: the item alone does not say what it is of.
         if (unit.kind == "sentence" and _names_a_term(unit.heading) and LIST_MARK.match(unit.text)
                 and unit.heading.casefold() not in unit.text.casefold() and (unit.source, unit.heading) not in headed):
             headed.add((unit.source, unit.heading))
-            quote.text = f"{unit.heading}: {LIST_MARK.sub('', unit.text, count=1)}"
+            return f"{unit.heading}: {LIST_MARK.sub('', unit.text, count=1)}"
+        return unit.text
+
+    quotes = [Quote(source=units[i].source, kind=units[i].kind, score=round(score[i], 4), text=as_quoted(units[i]))
+              for i in chosen]
     # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
     # nothing extra" answer together what neither does alone).
     passage = [units[i] for i in chosen if units[i].source == lead_unit.source]

@@ -75,17 +75,18 @@ _WEEKEND = re.compile(r"\b(?:week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenen
 _WORKING_WEEK = re.compile(
     r"\b(?:week-?days?|during\s+the\s+week|entre\s*semana|d[ií]as\s+(?:laborables|de\s+diario)|"
     r"unter\s+der\s+woche|werktags?|wochentags?|en\s+semaine)\b", re.I)
+#: The hours of a clock written in words, English and Spanish ("half three", "a las seis").
+HOUR_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
+HOUR_WORDS_ES = "una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce"
 #: When in the day a visitor means to come: a clock time ("4:45", "around 4", "til 7", "a las
 #: seis", "half three"), a part of the day ("afternoon", "por la tarde"), or how late or early.
 _TIME_OF_DAY = re.compile(
     r"\b\d{1,2}[:.]\d{2}\b(?![:./-]?\d)|\b\d{1,2}\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr|o'?clock|ish)(?!\w)"
-    r"|\b(?:half|quarter)\s+(?:past\s+|to\s+)?(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b"
-    r"|\b(?:at|around|about|by|til|till|until|before|after|gegen|um|vers)\s+(?:\d{1,2}|one|two|three|four|five|six|"
-    r"seven|eight|nine|ten|eleven|twelve|noon|midday)\b"
+    rf"|\b(?:half|quarter)\s+(?:past\s+|to\s+)?(?:{HOUR_WORDS})\b"
+    rf"|\b(?:at|around|about|by|til|till|until|before|after|gegen|um|vers)\s+(?:\d{{1,2}}|{HOUR_WORDS}|noon|midday)\b"
     # Not a count: "about ten times", "for 10 people", "by 2 days".
     r"(?![:./-]?\d|\s+(?:people|persons|of|percent|(?!pls\b|thanks\b)\w+s)\b)"
-    r"|\b(?:a|sobre|hacia|antes\s+de|despu[eé]s\s+de)\s+las\s+(?:una|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
-    r"diez|once|doce)(?:\s+y\s+(?:media|cuarto))?\b"
+    rf"|\b(?:a|sobre|hacia|antes\s+de|despu[eé]s\s+de)\s+las\s+(?:{HOUR_WORDS_ES})(?:\s+y\s+(?:media|cuarto))?\b"
     r"|\b(?:por|de|a)\s+la\s+ma[nñ]ana\b"
     r"|\b(?:mornings?|afternoons?|evenings?|night|tonight|lunchtime|noon|midday|tarde|tardes|noche|mediod[ií]a|"
     r"morgens|vormittags?|nachmittags?|abends?|matin|après-midi|soir)\b"
