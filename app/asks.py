@@ -79,6 +79,20 @@ _DURATION = re.compile(
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
     r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
 #: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
+#: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
+_ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
+#: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
+#: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
+_PLACE_NOUN = (r"terrace|street|road|lane|floor|room|kitchen|building|door|corner|market|farm|garden|"
+               r"harbou?r|car park|parking lot|lot|station|square|counter|shop|store|bookshop|café|cafe|"
+               r"terraza|calle|planta|sala|cocina|puerta|esquina|mercado|tienda|librería|puerto")
+_PLACE_TEXT = re.compile(
+    r"\b(?:upstairs|downstairs|next door|arriba|abajo|oben|unten|nebenan)\b"
+    r"|\b(?:in|at|on|from|near|behind|beside|inside|outside|opposite|en|desde|cerca de|junto a|frente a)\s+"
+    r"(?:(?:the|our|your|a|la|el|los|las|nuestra|nuestro)\s+)?"
+    rf"(?:[A-ZÀ-Ý][\w'’-]+|(?:\w+\s+)?(?:{_PLACE_NOUN})\b)"
+    r"|\b(?:im|am|auf|aus|bei|beim|vom|von|in der|in den|an der)\s+(?:(?:der|die|das|dem|den|unserer|unserem)\s+)?"
+    r"[A-ZÄÖÜ][\wäöüß-]+")
 _ASKS_TEMPERATURE = re.compile(
     r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
     r"quelle température|hur varm|grader)\b", re.I)
@@ -222,6 +236,9 @@ class Asks(msgspec.Struct, frozen=True):
     howto: bool
     contact: bool
     location: bool = False
+    place: bool = False
+    """Where something is or comes from: any place written out answers. Not for where the place
+    itself is (`location`), which its address answers."""
     own_contact: str = ""
     """How to reach the place itself (`contact_words`): "phone", "email", or "contact" for either."""
 
@@ -238,7 +255,8 @@ def asks_of(question: str) -> Asks:
                 date=bool(_ASKS_DATE.search(question)), count=bool(_ASKS_COUNT.search(question)),
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
-                location=bool(_asking_where(question)), own_contact=_contact_kind(question))
+                location=bool(_asking_where(question)), own_contact=_contact_kind(question),
+                place=bool(_ASKS_PLACE.search(question)) and not _asking_where(question))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -394,13 +412,18 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "command": lambda text: bool(COMMAND_TEXT.search(text)),
     "nutrition": lambda text: bool(_NUTRITION.search(text)),
     "count": lambda text: bool(_COUNT.search(text)),
+    "place": lambda text: bool(_PLACE_TEXT.search(text)),
 }
 
 
+#: A place written out, for a question that asks where: between a time's bonus and an address's.
+#: 0.25 was too little to lead with "starts on our harbor terrace"; 1.0 led with places on pages
+#: that do not answer (docs/eval.md, the twenty-first session).
+PLACE_BONUS = 0.5
 #: (what a question asks for, what a text must carry for it, the bonus a unit that carries it gets)
 _EVIDENCE = (("price", "money", 0.25), ("time", "time", 0.25), ("date", "date", 0.15), ("count", "number", 0.1),
              ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25),
-             ("location", "address", 1.0))
+             ("location", "address", 1.0), ("place", "place", PLACE_BONUS))
 #: Beside "contact": the place's own number for "what's your phone number?", its address for
 #: "what's your email?" — as much as an address for "where are you?".
 OWN_CONTACT_BONUS = 0.75

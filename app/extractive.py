@@ -494,8 +494,18 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             used += len(unit.text)
             break
 
+    # On documentation, a how-do-I answer names the API the page is about: when the chosen sentences
+    # name none ("Puedes definir tareas en segundo plano…"), the best sentence of the lead's page that
+    # does is added ("…usar BackgroundTasks"), and its names choose the code example.
+    naming_api = _page_api_sentence(units, lead_unit, score, chosen, features[:, 0]) if asks.howto else None
+    if naming_api is not None and room_for(naming_api):
+        chosen.append(naming_api)
+        used += len(units[naming_api].text)
+    else:
+        naming_api = None
     if asks.howto and all(units[i].kind != "code" for i in chosen):
-        code = _code_example(units, lead_unit, weights, score)
+        code = _code_example(units, lead_unit, weights, score,
+                             units[naming_api].text if naming_api is not None else "")
         if code is not None:
             chosen.append(code)
 
@@ -519,7 +529,8 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
               for i in chosen]
     # Support reads the lead's own passage as quoted (the latte's price and "oat milk costs
     # nothing extra" answer together what neither does alone).
-    passage = [units[i] for i in chosen if units[i].source == lead_unit.source]
+    # Not the API sentence added for a how-do-I question: it names the API, it does not answer more.
+    passage = [units[i] for i in chosen if units[i].source == lead_unit.source and i != naming_api]
     support = _coverage(weights, frozenset().union(*(stems(u.text) for u in passage)),
                         frozenset().union(*(stems(u.about) for u in passage)))
     top_words = frozenset().union(*(stems(u.text) for u in units if u.source < 2),
@@ -530,6 +541,58 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      lead=model_text(lead_unit, LEAD_CHARS), lead_score=float(score[lead]),
                      lead_features=dict(zip(FEATURES, map(float, features[lead]), strict=True)),
                      missing_subject=missing)
+
+
+#: The API sentence of a how-do-I answer scores at most this much below the lead…
+API_MARGIN = 2.0
+#: …and uses at least this share of the lead's question words (its lexical feature).
+API_LEXICAL = 0.5
+_TOKEN = re.compile(r"\b[A-Za-z_]\w*")
+
+
+def _identifiers(text: str) -> set[str]:
+    """The API names in a text: CamelCase (`APIRouter`, `BackgroundTasks`) or snake_case
+    (`dependency_overrides`); not a file name (`main.py`) or a dunder (`__init__`)."""
+    names = set()
+    for word in _TOKEN.findall(text):
+        camel = word[0].isupper() and any(c.islower() for c in word) and sum(c.isupper() for c in word) >= 2
+        snake = "_" in word.strip("_") and not word.startswith("__")
+        if (camel or snake) and len(word) >= 4:
+            names.add(word)
+    return names
+
+
+def _page_identifiers(units: Sequence[Unit], source: int) -> frozenset[str]:
+    """The API names a page's code uses that the other top sources' code does not: what the page is
+    about (`BackgroundTasks` on the background-tasks page), not the framework's own name."""
+    own: set[str] = set()
+    other: set[str] = set()
+    for unit in units:
+        if unit.kind == "code":
+            (own if unit.source == source else other).update(_identifiers(unit.text))
+    return frozenset(own - other)
+
+
+def _page_api_sentence(units: Sequence[Unit], lead: Unit, score: Sequence[float], chosen: Sequence[int],
+                       lexical: np.ndarray) -> int | None:
+    """For a how-do-I question whose chosen sentences name no API of the page: the best sentence of
+    the lead's page that does ("Primero importa BackgroundTasks…" after "Puedes definir tareas en
+    segundo plano…")."""
+    page_api = _page_identifiers(units, lead.source)
+    if not page_api:
+        return None
+
+    def naming(unit: Unit) -> bool:
+        return any(name in unit.text for name in page_api)
+
+    if any(naming(units[i]) for i in chosen):
+        return None
+    lead_index = chosen[0]
+    candidates = [i for i, unit in enumerate(units)
+                  if unit.source == lead.source and i not in chosen and _is_prose_sentence(unit) and naming(unit)
+                  and score[lead_index] - score[i] <= API_MARGIN
+                  and lexical[i] >= API_LEXICAL * lexical[lead_index]]
+    return max(candidates, key=lambda i: score[i], default=None)
 
 
 def _list_from(units: Sequence[Unit], index_of: Mapping[tuple[int, int], int], first: Unit, room: int) -> Unit:
@@ -555,13 +618,13 @@ def model_text(unit: Unit, limit: int = 400) -> str:
 
 
 def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float],
-                  score: Sequence[float]) -> int | None:
+                  score: Sequence[float], naming: str = "") -> int | None:
     """On documentation, a how-do-I answer shows the API the page names with a code example: a code
     block of the lead's source that uses an identifier the lead mentions (or a question term), the
     one that scores best for the question — its length left out of the score, so of two equally
     good the shorter wins. (The shortest alone showed `write_notification` where the question
     wanted the example with `BackgroundTasks`.)"""
-    identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", lead.text)
+    identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", f"{lead.text} {naming}")
                    if "_" in w or "." in w.strip(".") or (w[:1].isupper() and any(c.isupper() for c in w[1:]))}
     length_weight = UNIT_WEIGHTS[FEATURES.index("length")]
     best: tuple[bool, float, int, int] | None = None

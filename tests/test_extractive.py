@@ -162,6 +162,43 @@ def test_a_block_of_imports_alone_is_not_the_code_example():
     assert any("StaticFiles" in q.text for q in select(question, [static], weights).quotes)
 
 
+def test_a_how_do_i_answer_names_the_api_its_page_is_about():
+    """"¿Cómo ejecuto una tarea en segundo plano?" had been answered with the page's opening
+    sentence alone, which names no API: the page's sentence that names `BackgroundTasks` (a name its
+    code uses and the other pages' code does not, unlike `FastAPI`) comes with it, and the code
+    example that uses it."""
+    page = source(1, "Puedes definir tareas en segundo plano para que se ejecuten después de devolver un response.\n\n"
+                     "Para las tareas en segundo plano, importa BackgroundTasks y declara un parámetro de ese tipo."
+                     "\n\nEsto es útil para operaciones lentas.\n\n"
+                     "app = FastAPI()\n\n@app.post(\"/send\")\nasync def send(background_tasks: BackgroundTasks):\n"
+                     "    background_tasks.add_task(write_log)", title="Tareas en segundo plano")
+    other = source(2, "Un response puede llevar cookies.\n\napp = FastAPI()\nresponse.set_cookie(key=\"k\")",
+                   title="Cookies")
+    question = "cómo ejecuto una tarea en segundo plano después de responder"
+    weights = term_weights(question, {"tarea": 3, "tareas": 3, "segundo": 4, "plano": 3, "después": 8,
+                                      "responder": 2}, 100)
+    texts = [q.text for q in select(question, [page, other], weights).quotes]
+    assert texts[0].startswith("Puedes definir tareas"), texts
+    assert any(t.startswith("Para las tareas en segundo plano, importa BackgroundTasks") for t in texts), texts
+    assert any("background_tasks.add_task" in t for t in texts), texts
+
+
+def test_a_where_question_leads_with_a_unit_that_names_a_place():
+    """"Where does the lantern walk start from?" had been answered "lanterns are lent at the start",
+    which names no place; the line that says where ("starts on our harbor terrace") answers."""
+    from app.asks import asks_of, carries
+
+    page = source(1, "Lanterns are lent at the start.\n\nThe walk starts on our harbor terrace at 4 pm.",
+                  title="Events")
+    question = "where does the lantern walk start from?"
+    weights = term_weights(question, {"lantern": 2, "walk": 3, "start": 6}, 100)
+    assert select(question, [page], weights).lead == "The walk starts on our harbor terrace at 4 pm."
+    assert asks_of("¿dónde empieza el paseo?").place and asks_of("wo beginnt der Spaziergang?").place
+    assert not asks_of("when does the walk start?").place
+    assert carries("upstairs in the bookshop", "place") and carries("aus Huila in Kolumbien", "place")
+    assert carries("en la terraza del puerto", "place") and not carries("In stock", "place")
+
+
 def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
     weights = term_weights("What's the price of the sourdough?", COUNTS, 100)
     assert weights["sourd"] > 3 * weights["price"]  # "price" says what kind of answer, not what of
