@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from app.asks import ASK_WORD
 from store.search import content_terms
 
 #: Earlier questions carried into a follow-up (the latest first): two covers a follow-up of a follow-up.
@@ -42,7 +43,9 @@ def leans_on_history(question: str) -> bool:
     """Whether the question cannot be understood without the conversation before it."""
     if _CONNECTIVE.search(question):
         return True
-    terms = content_terms(question)
+    # The words that ask ("how many", "price", "when") name no subject: "how many calories are in a
+    # serving?" is about the recipe before it.
+    terms = [t for t in content_terms(question) if not ASK_WORD.fullmatch(t)]
     if len(terms) <= SHORT_QUESTION_TERMS:
         return True
     return bool(_PRONOUN.search(question)) and len(terms) <= PRONOUN_QUESTION_TERMS

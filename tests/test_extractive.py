@@ -560,6 +560,8 @@ def test_a_follow_up_is_answered_in_the_conversation_s_context():
     ("und am Sonntag?", True), ("what about gluten free bread", True),
     ("how do I pip install my package from it afterwards?", True),  # "it": the subject before
     ("could I make it a couple of days early? how would I warm it back up?", True),  # six words, "it"
+    ("How many calories are in a serving?", True),  # "how many" asks; the rest names no subject
+    ("How many calories are in the banana cue?", False),
     ("does this guide explain how wheel files store compiled extension modules for several platforms?",
      False),  # a pronoun, but a subject of its own
     ("do you sell gift cards for christmas", False), ("¿tenéis opciones sin gluten para celíacos?", False),
