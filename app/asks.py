@@ -203,7 +203,7 @@ _ASKS_OPEN = re.compile(
 #: "entre" → "entrega", "combien" → "combine").
 NOT_A_SUBJECT = frozenset("""
     also just still even ever else instead really maybe please like without within via per much many
-    get gets got getting make makes making want wants need needs come comes go goes going use using
+    get gets got getting make makes making want wants need needs come comes go goes going use using take takes
     nach wenn aus damit dass daß nur dann soll sollte sollen kann können muss müssen darf dürfen will
     welche welcher welches welchen welchem noch schon sich mich mir dich dir uns euch ob weil aber
     doch bis seit über vor ohne beim vom zum zur ins hier dort etwas sehr man habe hat

@@ -211,6 +211,10 @@ def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage(
     assert german["lange"] < 0.5 * german["lach"] and german["ofen"] == german["lach"]
     spanish = term_weights("¿a qué temperatura horneo el bizcocho?", counts, 100)
     assert spanish["tempe"] < 0.5 * spanish["bizco"]
+    # "make", "get", "want": light words that name no subject ("can i get the stuffing done
+    # before thanksgiving?") weigh a quarter of a word as rare.
+    light = term_weights("can i get the stuffing done before thanksgiving?", {"get": 4, "stuffing": 4}, 100)
+    assert light["get"] == 0.25 * light["stuff"]
 
 
 def test_the_answer_leads_with_the_row_that_answers_and_cites_only_its_page():
