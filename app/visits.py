@@ -120,11 +120,25 @@ def visit_words(question: str) -> frozenset[str]:
 _HOURS_WORDS = {"en": "opening hours", "es": "horario", "de": "Öffnungszeiten", "fr": "horaires"}
 
 
+#: When the place itself opens or closes: "¿a qué hora abrís el jueves?", "are you open Monday?",
+#: "habt ihr am Montag geöffnet?". Searched with the word hours are headed with: "abrís" shares no
+#: word with "Horario / De martes a viernes: 7:30 – 17:00".
+_ASKS_OWN_HOURS = re.compile(
+    r"\b(?:are|r)\s+(?:you|u|y'?all)\s+(?:guys\s+)?(?:open|closed)\b|\byou(?:'re|\s+are)\s+(?:open|closed)\b"
+    r"|\b(?:do|will|would)\s+(?:you|u)\s+(?:guys\s+)?(?:open|close|shut)\b"
+    r"|\babr[ií]s\b|\bcerr[aá]is\b|\best[aá]is\s+(?:abiertos|cerrados)\b|\babr[ei]n\s+ustedes\b"
+    r"|\b(?:habt|hat)\s+ihr\s+(?:\w+\s+){0,3}(?:offen|geöffnet|auf|zu|geschlossen)\b"
+    r"|\b(?:öffnet|schließt)\s+ihr\b", re.I)
+
+
 def when_to_visit(question: str, lang: str) -> tuple[str, frozenset[str]]:
     """For a question that proposes a time to visit (`visit_words`): the words to search it with
-    and the question's own words that propose it. ("", frozenset()) for any other question."""
+    and the question's own words that propose it. For one that asks when the place itself opens
+    or closes, the words to search it with. ("", frozenset()) for any other question."""
     visiting = visit_words(question)
     if not visiting:
+        if _ASKS_OWN_HOURS.search(question):
+            return _HOURS_WORDS.get(primary_subtag(lang) or "en", "opening hours"), frozenset()
         return "", frozenset()
     return _HOURS_WORDS.get(primary_subtag(lang) or "en", "opening hours"), visiting
 

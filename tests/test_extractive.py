@@ -452,6 +452,23 @@ def test_a_visit_proposed_at_a_time_on_a_day_asks_the_hours():
         assert when_to_visit(question, "en") == ("", frozenset())
 
 
+@pytest.mark.parametrize("question, lang, searched", [
+    ("¿Hasta qué hora estáis abiertos el jueves?", "es", "horario"),
+    ("¿A qué hora abrís el jueves?", "es", "horario"),
+    ("What time do you shut on Thursdays?", "en", "opening hours"),
+    ("are you guys open on monday", "en", "opening hours"),
+    ("Habt ihr am Montag geöffnet?", "de", "Öffnungszeiten"),
+    ("What time does the ferry leave on Thursdays?", "en", ""),
+    ("¿A qué hora abre la nevera solidaria?", "es", ""),
+])
+def test_when_the_place_itself_opens_is_searched_with_its_hours_heading(question, lang, searched):
+    """"¿A qué hora abrís el jueves?" shares no word with "Horario / De martes a viernes: 7:30 –
+    17:00": the contact page's hours were not among the passages and the delivery days answered."""
+    from app.visits import when_to_visit
+
+    assert when_to_visit(question, lang)[0] == searched
+
+
 def test_the_weekend_and_the_working_week_are_searched_as_their_days():
     from app.visits import period_days
 
