@@ -504,7 +504,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # On documentation, a how-do-I answer names the API the page is about: when the chosen sentences
     # name none ("Puedes definir tareas en segundo plano…"), the best sentence of the lead's page that
     # does is added ("…usar BackgroundTasks"), and its names choose the code example.
-    naming_api = _page_api_sentence(units, lead_unit, score, chosen, features[:, 0]) if asks.howto else None
+    naming_api = _page_api_sentence(units, lead_unit, score, chosen, features[:, 0], sources) if asks.howto else None
     if naming_api is not None and room_for(naming_api):
         chosen.append(naming_api)
         used += len(units[naming_api].text)
@@ -555,6 +555,7 @@ API_MARGIN = 2.0
 #: …and uses at least this share of the lead's question words (its lexical feature).
 API_LEXICAL = 0.5
 _TOKEN = re.compile(r"\b[A-Za-z_]\w*")
+_DEFINED = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w{4,})")
 
 
 def _identifiers(text: str) -> set[str]:
@@ -569,23 +570,28 @@ def _identifiers(text: str) -> set[str]:
     return names
 
 
-def _page_identifiers(units: Sequence[Unit], source: int) -> frozenset[str]:
-    """The API names a page's code uses that the other top sources' code does not: what the page is
-    about (`BackgroundTasks` on the background-tasks page), not the framework's own name."""
+def _page_identifiers(units: Sequence[Unit], source: int, sources: Sequence[Source]) -> frozenset[str]:
+    """The API names a page's code uses that the other top sources' code does not, nor their titles:
+    what the page is about (`BackgroundTasks` on the background-tasks page), not the framework's
+    own name."""
     own: set[str] = set()
     other: set[str] = set()
     for unit in units:
         if unit.kind == "code":
-            (own if unit.source == source else other).update(_identifiers(unit.text))
+            # Its API names and the functions and classes it defines (`async def lifespan(app)`).
+            names = _identifiers(unit.text) | set(_DEFINED.findall(unit.text))
+            (own if unit.source == source else other).update(names)
+    # The site's own name ("Testing - FastAPI") is in the titles, where the other sources' code need not be.
+    other.update(*(_identifiers(s.title) for s in sources))
     return frozenset(own - other)
 
 
 def _page_api_sentence(units: Sequence[Unit], lead: Unit, score: Sequence[float], chosen: Sequence[int],
-                       lexical: np.ndarray) -> int | None:
+                       lexical: np.ndarray, sources: Sequence[Source]) -> int | None:
     """For a how-do-I question whose chosen sentences name no API of the page: the best sentence of
     the lead's page that does ("Primero importa BackgroundTasks…" after "Puedes definir tareas en
     segundo plano…")."""
-    page_api = _page_identifiers(units, lead.source)
+    page_api = _page_identifiers(units, lead.source, sources)
     if not page_api:
         return None
 

@@ -164,21 +164,21 @@ def test_a_block_of_imports_alone_is_not_the_code_example():
 
 def test_a_how_do_i_answer_names_the_api_its_page_is_about():
     """"¿Cómo ejecuto una tarea en segundo plano?" had been answered with the page's opening
-    sentence alone, which names no API: the page's sentence that names `BackgroundTasks` (a name its
-    code uses and the other pages' code does not, unlike `FastAPI`) comes with it, and the code
-    example that uses it."""
-    page = source(1, "Puedes definir tareas en segundo plano para que se ejecuten después de devolver un response.\n\n"
+    sentence alone, which names no API of the page: the page's sentence that names `BackgroundTasks`
+    (a name its code uses and the other pages do not, unlike `FastAPI`, in every page's title) comes
+    with it, and the code example that uses it."""
+    page = source(1, "Con FastAPI puedes definir tareas en segundo plano para que se ejecuten después de devolver un "
+                     "response.\n\nEsto es útil para operaciones lentas.\n\nPor ejemplo, enviar un correo.\n\n"
                      "Para las tareas en segundo plano, importa BackgroundTasks y declara un parámetro de ese tipo."
-                     "\n\nEsto es útil para operaciones lentas.\n\n"
-                     "app = FastAPI()\n\n@app.post(\"/send\")\nasync def send(background_tasks: BackgroundTasks):\n"
+                     "\n\n"
+                     "app = FastAPI()\n@app.post(\"/send\")\nasync def send(background_tasks: BackgroundTasks):\n"
                      "    background_tasks.add_task(write_log)", title="Tareas en segundo plano")
-    other = source(2, "Un response puede llevar cookies.\n\napp = FastAPI()\nresponse.set_cookie(key=\"k\")",
-                   title="Cookies")
+    other = source(2, "Un response puede llevar cookies.", title="Cookies - FastAPI")
     question = "cómo ejecuto una tarea en segundo plano después de responder"
     weights = term_weights(question, {"tarea": 3, "tareas": 3, "segundo": 4, "plano": 3, "después": 8,
                                       "responder": 2}, 100)
     texts = [q.text for q in select(question, [page, other], weights).quotes]
-    assert texts[0].startswith("Puedes definir tareas"), texts
+    assert texts[0].startswith("Con FastAPI puedes definir tareas"), texts
     assert any(t.startswith("Para las tareas en segundo plano, importa BackgroundTasks") for t in texts), texts
     assert any("background_tasks.add_task" in t for t in texts), texts
 
