@@ -38,9 +38,11 @@ from app.asks import (
     evidence_bonus,
     must_carry,
 )
+from app.howto import code_example, imports_nothing_asked, page_api_sentence
 from app.prompt import Source
+from app.stems import stem, stems
 from app.terminal import typed_commands
-from app.units import LIST_MARK, Unit, units_of
+from app.units import LIST_MARK, Unit, is_prose_sentence, units_of
 from app.visits import days_spanned
 from store.pages import PagePassage
 from store.search import content_terms
@@ -93,7 +95,6 @@ _TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
 #: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
 _BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
-_WORD = re.compile(r"\w+")
 
 
 def _names_a_term(heading: str) -> bool:
@@ -129,38 +130,7 @@ class Selection(msgspec.Struct, kw_only=True):
 # ---------------------------------------------------------------------------------------------
 
 
-#: English irregular past forms, read as their verb: "how long will it keep?" is answered by "can be
-#: kept … for up to 5 days", "can I freeze it?" by "frozen for up to 3 months".
-_IRREGULAR = {"kept": "keep", "froze": "freeze", "frozen": "freeze", "made": "make", "took": "take", "taken": "take",
-              "sold": "sell", "bought": "buy", "paid": "pay", "sent": "send", "spent": "spend",
-              "held": "hold", "told": "tell", "found": "find", "brought": "bring", "wrote": "write",
-              "written": "write", "chose": "choose", "chosen": "choose", "ate": "eat", "eaten": "eat"}
-
-
-@functools.lru_cache(maxsize=100_000)
-def stem(word: str) -> str:
-    """A light, language-blind stem: plural endings off, then the first five letters. Remembered:
-    a page's words recur in every unit's text and heading, question after question."""
-    word = word.lower().removesuffix("'s")
-    word = _IRREGULAR.get(word, word)
-    if len(word) > 4 and word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        word = word[:-1]
-    return word[:5]
-
-
 _NOT_A_SUBJECT = frozenset(map(stem, NOT_A_SUBJECT))
-
-
-@functools.lru_cache(maxsize=8192)
-def stems(text: str) -> frozenset[str]:
-    """The stems of a text; remembered, since the same pages are read question after question.
-    As many texts as `_segment_units` keeps passages: an entry (the text and its frozenset) takes
-    0.5-2.6 KB, so 50,000 of them grew a busy worker by up to ~130 MB; at this size 600 distinct
-    questions on a 10k-chunk tenant missed 43 times a question instead of 29 (a few microseconds
-    a miss) and the worker stayed 25 MB smaller."""
-    return frozenset(map(stem, set(_WORD.findall(text))))
 
 
 def term_weights(question: str, document_counts: Mapping[str, int], total: int,
@@ -192,23 +162,6 @@ def term_weights(question: str, document_counts: Mapping[str, int], total: int,
     add(content_terms(carried), 0.5)
     add(content_terms(question), 1.0)
     return weights
-
-
-#: A listing of nothing but imports (Python's `from x import y`, `import x`, an ES module's `import
-#: x from "y"`): the shortest block on a page that names its API, so it stood as the "code
-#: example" of a how-do-I answer, showing nothing of how.
-_ONLY_IMPORTS = re.compile(r"(?:[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import\b(?:[ \t]*\([^)]*\)|[^\n]*)\s*)+")
-
-
-def _bare_imports(unit: Unit) -> bool:
-    return unit.kind == "code" and bool(_ONLY_IMPORTS.fullmatch(unit.text))
-
-
-def _imports_nothing_asked(unit: Unit, weights: Mapping[str, float]) -> bool:
-    """Whether a unit is a listing of imports alone that names nothing the question asks about:
-    never quoted (`FastAPI, Header` and `BaseModel` under "how do I test my API"); one that
-    imports what was asked (`StaticFiles` for "serve static files") may stand."""
-    return _bare_imports(unit) and not any(t in stems(unit.text) for t in weights)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +261,7 @@ def _ask_stems(question: str) -> frozenset[str]:
     """The stems of the question's words that say what kind of answer is wanted ("price", "when",
     "address"): a unit that carries that kind of answer uses them without repeating them."""
     asking = asking_words(question)
-    return frozenset(stem(w) for w in _WORD.findall(question.lower()) if ASK_WORD.fullmatch(w) or w in asking)
+    return frozenset(stem(w) for w in re.findall(r"\w+", question.lower()) if ASK_WORD.fullmatch(w) or w in asking)
 
 
 def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source], weights: Mapping[str, float],
@@ -360,12 +313,6 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
             if unit.text.rstrip().endswith(":") and following.kind == "code" and following.source == unit.source:
                 features[i, 4] += 0.15
     return features
-
-
-def _is_prose_sentence(unit: Unit) -> bool:
-    """A sentence of prose, ended as one ("… conexiones a la base de datos."), not a list item or an
-    ingredient ("1/4 cup honey") that the unit kinds also call a sentence."""
-    return unit.kind == "sentence" and unit.text.rstrip().endswith((".", "!", "?", "…"))
 
 
 def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
@@ -443,14 +390,14 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             continue
         neighbour = index_of.get((lead_unit.source, lead_unit.position + step))
         if step < 0 and not reading_on and not (
-                neighbour is not None and _is_prose_sentence(lead_unit) and _is_prose_sentence(units[neighbour])):
+                neighbour is not None and is_prose_sentence(lead_unit) and is_prose_sentence(units[neighbour])):
             break
         if neighbour is None or neighbour in chosen or not room_for(neighbour):
             continue
-        if _imports_nothing_asked(units[neighbour], weights):
+        if imports_nothing_asked(units[neighbour], weights):
             continue  # passed over: the listing it opens reads on from the sentence before it
         previous = index_of.get((lead_unit.source, lead_unit.position + step - 1), lead)
-        if step == 2 and _imports_nothing_asked(units[previous], weights):
+        if step == 2 and imports_nothing_asked(units[previous], weights):
             previous = lead
         before = units[neighbour if step < 0 else previous]
         introduced = step > 0 and before.text.rstrip().endswith(":")
@@ -504,15 +451,15 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # On documentation, a how-do-I answer names the API the page is about: when the chosen sentences
     # name none ("Puedes definir tareas en segundo plano…"), the best sentence of the lead's page that
     # does is added ("…usar BackgroundTasks"), and its names choose the code example.
-    naming_api = _page_api_sentence(units, lead_unit, score, chosen, features[:, 0], sources) if asks.howto else None
+    naming_api = page_api_sentence(units, lead_unit, score, chosen, features[:, 0], sources) if asks.howto else None
     if naming_api is not None and room_for(naming_api):
         chosen.append(naming_api)
         used += len(units[naming_api].text)
     else:
         naming_api = None
     if asks.howto and all(units[i].kind != "code" for i in chosen):
-        code = _code_example(units, lead_unit, weights, score,
-                             units[naming_api].text if naming_api is not None else "")
+        code = code_example(units, lead_unit, weights, score, UNIT_WEIGHTS[FEATURES.index("length")],
+                            units[naming_api].text if naming_api is not None else "")
         if code is not None:
             chosen.append(code)
 
@@ -550,64 +497,6 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      missing_subject=missing)
 
 
-#: The API sentence of a how-do-I answer scores at most this much below the lead…
-API_MARGIN = 2.0
-#: …and uses at least this share of the lead's question words (its lexical feature).
-API_LEXICAL = 0.5
-_TOKEN = re.compile(r"\b[A-Za-z_]\w*")
-_DEFINED = re.compile(r"\b(?:def|class)\s+([A-Za-z_]\w{4,})")
-
-
-def _identifiers(text: str) -> set[str]:
-    """The API names in a text: CamelCase (`APIRouter`, `BackgroundTasks`) or snake_case
-    (`dependency_overrides`); not a file name (`main.py`) or a dunder (`__init__`)."""
-    names = set()
-    for word in _TOKEN.findall(text):
-        camel = word[0].isupper() and any(c.islower() for c in word) and sum(c.isupper() for c in word) >= 2
-        snake = "_" in word.strip("_") and not word.startswith("__")
-        if (camel or snake) and len(word) >= 4:
-            names.add(word)
-    return names
-
-
-def _page_identifiers(units: Sequence[Unit], source: int, sources: Sequence[Source]) -> frozenset[str]:
-    """The API names a page's code uses that the other top sources' code does not, nor their titles:
-    what the page is about (`BackgroundTasks` on the background-tasks page), not the framework's
-    own name."""
-    own: set[str] = set()
-    other: set[str] = set()
-    for unit in units:
-        if unit.kind == "code":
-            # Its API names and the functions and classes it defines (`async def lifespan(app)`).
-            names = _identifiers(unit.text) | set(_DEFINED.findall(unit.text))
-            (own if unit.source == source else other).update(names)
-    # The site's own name ("Testing - FastAPI") is in the titles, where the other sources' code need not be.
-    other.update(*(_identifiers(s.title) for s in sources))
-    return frozenset(own - other)
-
-
-def _page_api_sentence(units: Sequence[Unit], lead: Unit, score: Sequence[float], chosen: Sequence[int],
-                       lexical: np.ndarray, sources: Sequence[Source]) -> int | None:
-    """For a how-do-I question whose chosen sentences name no API of the page: the best sentence of
-    the lead's page that does ("Primero importa BackgroundTasks…" after "Puedes definir tareas en
-    segundo plano…")."""
-    page_api = _page_identifiers(units, lead.source, sources)
-    if not page_api:
-        return None
-
-    def naming(unit: Unit) -> bool:
-        return any(name in unit.text for name in page_api)
-
-    if any(naming(units[i]) for i in chosen):
-        return None
-    lead_index = chosen[0]
-    candidates = [i for i, unit in enumerate(units)
-                  if unit.source == lead.source and i not in chosen and _is_prose_sentence(unit) and naming(unit)
-                  and score[lead_index] - score[i] <= API_MARGIN
-                  and lexical[i] >= API_LEXICAL * lexical[lead_index]]
-    return max(candidates, key=lambda i: score[i], default=None)
-
-
 def _list_from(units: Sequence[Unit], index_of: Mapping[tuple[int, int], int], first: Unit, room: int) -> Unit:
     """`first`, a list's item, with the items of its list that follow it, as far as `room` allows."""
     items = [first.text]
@@ -628,28 +517,3 @@ def model_text(unit: Unit, limit: int = 400) -> str:
     """A unit as the embedder reads it, at most `limit` characters: a table row with its header,
     anything else as quoted."""
     return (f"{unit.about[:80]}: {unit.text[:300]}" if unit.kind == "row" else unit.text)[:limit]
-
-
-def _code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float],
-                  score: Sequence[float], naming: str = "") -> int | None:
-    """On documentation, a how-do-I answer shows the API the page names with a code example: a code
-    block of the lead's source that uses an identifier the lead mentions (or a question term), the
-    one that scores best for the question — its length left out of the score, so of two equally
-    good the shorter wins. (The shortest alone showed `write_notification` where the question
-    wanted the example with `BackgroundTasks`.)"""
-    identifiers = {w for w in re.findall(r"[A-Za-z_][\w.]*", f"{lead.text} {naming}")
-                   if "_" in w or "." in w.strip(".") or (w[:1].isupper() and any(c.isupper() for c in w[1:]))}
-    length_weight = UNIT_WEIGHTS[FEATURES.index("length")]
-    best: tuple[bool, float, int, int] | None = None
-    for i, unit in enumerate(units):
-        if unit.kind != "code" or unit.source != lead.source or len(unit.text) > 600:
-            continue
-        names = set(re.findall(r"[A-Za-z_][\w.]*", unit.text))
-        asked = any(t in stems(unit.text) for t in weights)
-        if (_bare_imports(unit) and not asked) or not (identifiers & names or asked):
-            continue  # imports naming nothing asked, or a block about something else
-        # Imports alone are the last choice, though asked about.
-        key = (_bare_imports(unit), -score[i] + length_weight * min(len(unit.text), 600) / 300, len(unit.text), i)
-        if best is None or key < best:
-            best = key
-    return best[3] if best else None

@@ -217,3 +217,9 @@ def _segment_units(text: str, kind: str) -> tuple[tuple[str, str, str, int], ...
                 if not (asked or LIST_MARK.sub("", sentence).startswith(IMAGE_PREFIX)):
                     add(sentence, "sentence", line=block.count("\n", 0, cursor))
     return tuple(out)
+
+
+def is_prose_sentence(unit: Unit) -> bool:
+    """A sentence of prose, ended as one ("… conexiones a la base de datos."), not a list item or an
+    ingredient ("1/4 cup honey") that the unit kinds also call a sentence."""
+    return unit.kind == "sentence" and unit.text.rstrip().endswith((".", "!", "?", "…"))

@@ -402,7 +402,7 @@ def test_a_price_alone_answers_no_question_of_how_where_who_or_why():
 def test_irregular_past_forms_stem_as_their_verb():
     """"How long will it keep?" is answered by "can be kept … for up to 5 days"; "building" is not
     "built" (a table "built that spring" answered "how old is the building?")."""
-    from app.extractive import stem
+    from app.stems import stem
 
     assert stem("kept") == stem("keep") and stem("frozen") == stem("freeze") == stem("froze")
     assert stem("sold") == stem("sell") and stem("paid") == stem("pay")
