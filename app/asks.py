@@ -166,6 +166,7 @@ _OPENS_WITH_HOW = re.compile(
     r"|lange\b|alt\b|oft\b|hei(?:ß|ss)\b|gro)",
     re.I)
 
+_CLAUSE = re.compile(r"(?<=[.:;!?])\s+")
 
 #: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.
 ASK_WORD_FACTOR = 0.3
@@ -248,7 +249,9 @@ def asks_of(question: str) -> Asks:
     """What `question` asks for. An imperative ("serve static files", "statische Dateien ausliefern") asks how
     to do it. Remembered: one answer asks it of the same question four times (the holiday dates, the
     weekend, the days a range spans, the units)."""
-    howto = (bool(_ASKS_HOWTO.search(question) or _OPENS_WITH_HOW.match(question))
+    # "Andere Frage: Wie verschicke ich…?", "I'm new here. How do I…?": a clause may open with "how".
+    howto = (bool(_ASKS_HOWTO.search(question)
+                  or any(_OPENS_WITH_HOW.match(clause) for clause in _CLAUSE.split(question)))
              or not (_QUESTION_WORD.match(question) or "?" in question))
     return Asks(price=bool(_ASKS_PRICE.search(question)),
                 time=bool(_ASKS_TIME.search(question) or visit_words(question)),

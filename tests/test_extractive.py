@@ -928,6 +928,10 @@ def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_t
     assert asks_of("Wie lege ich fest, dass ein Query-Parameter höchstens 50 Zeichen lang sein darf?").howto
     assert asks_of("¿cómo le devuelvo un error 404?").howto
     assert asks_of("How does a program know it runs in a virtual environment?").howto
+    # A clause may open with "how" after another ("Andere Frage: Wie …?", "I'm new. How do I …?").
+    assert asks_of("Andere Frage: Wie verschicke ich nach der Antwort eine E-Mail im Hintergrund?").howto
+    assert asks_of("I'm new to this. How do I start a project?").howto
+    assert not asks_of("Do you sell bread? How much is it?").howto
     assert not asks_of("How much is a latte?").howto
     assert not asks_of("Wie lange dauert der Kurs?").howto
     page = source(1, "You can define background tasks, such as write_notification, to be run after returning a "
