@@ -354,7 +354,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                 if carried in ("money", "temperature", "count", "number")]
     if required:
         answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
-        if answering is not None and score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN:
+        # A recipe writes its oven's temperature once, in a step that may use none of the question's
+        # words ("cocina a 165 ºC durante 40 minutos"): on the lead's page it answers however far down.
+        same_page = (answering is not None and required == ["temperature"]
+                     and units[answering].source == units[order[0]].source)
+        if answering is not None and (same_page or score[order[0]] - score[answering] <= NEIGHBOUR_MARGIN):
             order.remove(answering)
             order.insert(0, answering)
     # An FAQ answer is quoted whole: a sentence of it that leads gives way to the whole answer when

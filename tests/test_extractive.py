@@ -552,6 +552,18 @@ def test_a_day_inside_an_hours_range_is_answered_by_its_row():
         assert select(question, [delivery, hours], weights).quotes[0].text == answer, question
 
 
+def test_a_temperature_on_the_lead_s_page_answers_however_far_down_it_scores():
+    """"¿A cuántos grados pongo la freidora de aire para el bizcocho de limón?" was refused: the step
+    that gives the temperature uses none of the question's words, and a price or a count that far
+    down would be another item's, but a recipe writes its temperature once."""
+    page = source(1, "El bizcocho de limón en freidora de aire queda esponjoso.\n\n"
+                     "Vierte la masa en un molde. Introduce el molde en la cesta y cocina a 165 ºC durante 40 minutos.",
+                  title="Postres")
+    question = "¿a cuántos grados pongo la freidora de aire para el bizcocho de limón?"
+    weights = term_weights(question, {"freidora": 3, "aire": 5, "bizcocho": 4, "limón": 4}, 100)
+    assert "165 ºC" in select(question, [page], weights).lead
+
+
 def test_a_price_question_leads_with_a_price_when_one_is_nearly_as_good():
     """"How much does it cost to send a bag of coffee to another state?" quoted the sentence about
     where parcels go, which shares more words with it, not the one with the price."""
