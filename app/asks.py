@@ -53,7 +53,8 @@ _ASKS_TIME = re.compile(
 #: passage that writes one answers: "what time does the ferry leave?" is not answered by "he
 #: skippered the ferry for twelve years".
 _ASKS_CLOCK = re.compile(
-    r"\b(?:what\s+time|which\s+time|how\s+(?:early|late)|(?:till|until)\s+when|opening\s+hours|"
+    r"\b(?:what\s+time|which\s+time|how\s+(?:early|late)(?!\s+(?:do|does|should|must|would)\s+(?:i|we)\b)"
+    r"|(?:till|until)\s+when|opening\s+hours|"
     r"a\s+qu[eé]\s+hora|hasta\s+qu[eé]\s+hora|um\s+wie\s*viel\s+uhr|[àa]\s+quelle\s+heure)\b", re.I)
 #: A question that asks what something costs ("how much is the loaf?", "what does shipping cost?",
 #: "¿cuánto cuesta?"), which only a passage that writes a price answers. Not "how much water goes
