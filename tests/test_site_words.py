@@ -17,8 +17,10 @@ HOURS = source("Monday: Closed\nTuesday to Friday: 7:30 am – 5:00 pm\nAddress:
 
 
 def test_a_question_is_searched_with_the_words_the_site_writes():
+    # A holiday as the date the site writes; a question about the place's own opening, with the
+    # word its hours are headed with.
     assert in_site_words("Are you open on Christmas Eve?", "", None, "en").query == (
-        "Are you open on Christmas Eve? December 24")
+        "Are you open on Christmas Eve? December 24 opening hours")
     assert in_site_words("Where are you located?", "", None, "es").query == "Where are you located? dirección address"
     visit = in_site_words("can I swing by thursday around 4?", "", None, "en")
     assert visit.query.endswith("opening hours") and {"swing", "4"} <= visit.visiting
