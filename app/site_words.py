@@ -10,6 +10,7 @@ would otherwise refuse "located" or "Wednesday" as words the site never uses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -69,6 +70,22 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     return SiteWords(query, weighed, holidays, today, visiting, asking_where, everyday, everyday_own, covered)
 
 
+#: A country as visitors shorten it ("EE. UU.", "USA", "UK") and as a page writes it in full.
+_SHORTHANDS = (
+    (re.compile(r"\bEE\.?\s?UU\.?|\bEEUU\b"), re.compile(r"\bestados\s+unidos\b", re.I)),
+    (re.compile(r"\bU\.?S\.?A\.?(?!\w)|\bU\.S\.(?!\w)|\bUS\b"),
+     re.compile(r"\bunited\s+states\b|\bestados\s+unidos\b|\bvereinigten?\s+staaten\b", re.I)),
+    (re.compile(r"\bUK\b|\bU\.K\.(?!\w)"), re.compile(r"\bunited\s+kingdom\b|\breino\s+unido\b", re.I)),
+)
+
+
+def shorthand_written(question: str, text: str) -> str:
+    """The question's shortened country names ("EE. UU.") that `text` writes in full ("Estados
+    Unidos"): known to the site, not names it never mentions."""
+    return " ".join(found.group(0) for short, full in _SHORTHANDS
+                    if (found := short.search(question)) and full.search(text))
+
+
 def known_besides_index(words: SiteWords, question: str, sources: Sequence[Source],
                         page_text: str, pages: Iterable[str] = ()) -> tuple[str, frozenset[str]]:
     """The words a question uses that the site uses too without the index saying so, and the days
@@ -92,6 +109,7 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
     written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(" ".join(s.text for s in top)))
     everyday = words.everyday_own if written else frozenset()
+    short = shorthand_written(question, " ".join(s.text for s in top))
     known = " ".join([page_text, located, reached, words.today.words, *sorted(spanned), *sorted(visiting),
-                      *sorted(everyday), visitor_place(question), *dated_in(words.holidays, said)]).strip()
+                      *sorted(everyday), visitor_place(question), *dated_in(words.holidays, said), short]).strip()
     return known, spanned

@@ -6,7 +6,7 @@ import datetime as dt
 
 from app.events import PageContext
 from app.prompt import Source
-from app.site_words import in_site_words, known_besides_index
+from app.site_words import in_site_words, known_besides_index, shorthand_written
 
 
 def source(text: str) -> Source:
@@ -106,3 +106,12 @@ def test_who_does_something_is_searched_as_the_one_who_does_it():
     assert agent_words("who actually does the baking there?").split()[0] == "baker"
     assert agent_words("who's in charge of the roasting?").split()[0] == "roaster"
     assert agent_words("how do I start baking bread?") == ""  # not a question about who
+
+
+def test_a_shortened_country_is_known_where_a_passage_writes_it_in_full():
+    """"¿Cuánto cuesta enviar una bolsa de café a otro estado de EE. UU.?" was refused as naming "EE"
+    and "UU", which the site never writes: it writes "Estados Unidos"."""
+    assert shorthand_written("¿…a otro estado de EE. UU.?", "se envían a todo Estados Unidos") == "EE. UU."
+    assert shorthand_written("do you ship to the USA?", "We ship within the United States.") == "USA"
+    assert shorthand_written("do you ship to the USA?", "We ship within Canada.") == ""
+    assert shorthand_written("can you send it to us?", "We ship within the United States.") == ""
