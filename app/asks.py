@@ -79,7 +79,6 @@ _DURATION = re.compile(
     r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
     r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
-#: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
 #: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
 _ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
@@ -91,9 +90,13 @@ _PLACE_TEXT = re.compile(
     r"\b(?:upstairs|downstairs|next door|arriba|abajo|oben|unten|nebenan)\b"
     r"|\b(?:in|at|on|from|near|behind|beside|inside|outside|opposite|en|desde|cerca de|junto a|frente a)\s+"
     r"(?:(?:the|our|your|a|la|el|los|las|nuestra|nuestro)\s+)?"
-    rf"(?:[A-ZÀ-Ý][\w'’-]+|(?:\w+\s+)?(?:{_PLACE_NOUN})\b)"
+    # A name, not a day or a month ("on Monday", "in May").
+    r"(?:(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b|(?:January|February|March|April|May|June|July|August|"
+    r"September|October|November|December)\b)"
+    rf"[A-ZÀ-Ý][\w'’-]+|(?:\w+\s+)?(?:{_PLACE_NOUN})\b)"
     r"|\b(?:im|am|auf|aus|bei|beim|vom|von|in der|in den|an der)\s+(?:(?:der|die|das|dem|den|unserer|unserem)\s+)?"
     r"[A-ZÄÖÜ][\wäöüß-]+")
+#: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
 _ASKS_TEMPERATURE = re.compile(
     r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
     r"quelle température|hur varm|grader)\b", re.I)
@@ -167,6 +170,7 @@ _OPENS_WITH_HOW = re.compile(
     r"|lange\b|alt\b|oft\b|hei(?:ß|ss)\b|gro)",
     re.I)
 
+#: Where a question's clauses part: "Andere Frage: Wie …?" opens its second with "how".
 _CLAUSE = re.compile(r"(?<=[.:;!?])\s+")
 
 #: Weight of a word that says what kind of answer is wanted ("price", "open") against a subject word.

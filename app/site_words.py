@@ -93,11 +93,12 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     name where a passage gives its date, "located" where one gives an address, "call" where one
     gives a phone number or e-mail address, a visit's words where one gives a time, "today",
     "coeliac" where one writes "gluten-free", and "Wednesday" where the hours say "Tuesday to
-    Friday" (weighed as a word the site uses, so that the row answers), and where the visitor says
-    they are ("I'm in Oregon"). `pages`: the whole pages of the top sources (read only for a
-    question about when or how to reach the place), whose hours table or contact lines may be
-    another passage than the one retrieved ("…abrimos de 8:00 a 13:00" for "¿a qué hora abrís el
-    miércoles?", beside "De martes a viernes: 7:30 – 17:00")."""
+    Friday" (weighed as a word the site uses, so that the row answers), where the visitor says
+    they are ("I'm in Oregon"), and "EE. UU." where one writes "Estados Unidos". `pages`: the
+    whole pages of the top sources (read only for a question about when or how to reach the
+    place), whose hours table or contact lines may be another passage than the one retrieved
+    ("…abrimos de 8:00 a 13:00" for "¿a qué hora abrís el miércoles?", beside "De martes a
+    viernes: 7:30 – 17:00")."""
     top = sources[:3]
     said = " ".join(s.text for s in sources) if words.holidays.names else ""
     located = words.asking_where if words.asking_where and any(carries(s.text, "address") for s in top) else ""
