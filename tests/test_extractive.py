@@ -197,6 +197,7 @@ def test_a_where_question_leads_with_a_unit_that_names_a_place():
     assert not asks_of("when does the walk start?").place
     assert carries("upstairs in the bookshop", "place") and carries("aus Huila in Kolumbien", "place")
     assert carries("en la terraza del puerto", "place") and not carries("In stock", "place")
+    assert not carries("we open on Monday", "place") and not carries("back in January", "place")
 
 
 def test_rare_words_outweigh_common_ones_and_unknown_words_are_left_to_coverage():
