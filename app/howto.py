@@ -92,7 +92,8 @@ def page_api_sentence(units: Sequence[Unit], lead: Unit, score: Sequence[float],
 def code_example(units: Sequence[Unit], lead: Unit, weights: Mapping[str, float],
                  score: Sequence[float], length_weight: float, naming: str = "") -> int | None:
     """On documentation, a how-do-I answer shows the API the page names with a code example: a code
-    block of the lead's source that uses an identifier the lead mentions (or a question term), the
+    block of the lead's source that uses an identifier the lead or the API sentence beside it
+    (`naming`) mentions (or a question term), the
     one that scores best for the question — its length left out of the score, so of two equally
     good the shorter wins. (The shortest alone showed `write_notification` where the question
     wanted the example with `BackgroundTasks`.)"""
