@@ -1,44 +1,20 @@
 """What a question asks for — a price, a time, a date, a number, a length of time, a
 temperature, a way to reach someone, how to do something, where the place is, when a visitor
-means to come (read in app/visits.py) — and whether a text carries it (an address, a time of
-day, a nutrition figure). The extractive answer rewards a unit that carries what its question
-asks for (app/extractive.py). The patterns cover the languages the sites are written in.
+means to come (read in app/visits.py) — and what an answer must write for it. Whether a text
+carries it is app/carries.py's; the extractive answer rewards a unit that carries what its
+question asks for (app/extractive.py). The patterns cover the languages the sites are written in.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 
 import msgspec
 
-from app.visits import HOUR_WORDS, HOUR_WORDS_ES, RELATIVE_DAY, visit_words
+from app.carries import carries
+from app.visits import RELATIVE_DAY, visit_words
 from ingest.lang import primary_subtag
-
-# What a text carries.
-_HAS_NUMBER = re.compile(r"[\d$€£¥]")
-_TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
-_CLOSED_ALL_DAY = re.compile(r"\b(?:closed|cerrado|geschlossen|ferm[ée]e?|geruht|ruhetag)\b", re.I)
-_MONEY = re.compile(r"[$€£¥]\s?\d|\d\s?(?:€|eur|usd|dollars?|euros?)\b", re.I)
-_DATE = re.compile(
-    r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.I)
-_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-#: A street address: an "Address:" label (structured facts write one: ingest/facts/render.py), a house
-#: number before a street's name ("14 Quay Street"), or a Spanish or German street with its number.
-#: Case matters: "the IP address: 127.0.0.1" on documentation is not one.
-_ADDRESS = re.compile(
-    r"(?:^|[.;\n]\s*)(?:Address|Dirección|Direccion|Adresse|Anschrift)\s*:"
-    r"|\b\d{1,5}[a-z]?,?\s+(?:[A-Z][\w'’.-]*\s+){1,3}(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Boulevard|Blvd\.|"
-    r"Drive|Way|Place|Square|Quay|Court|Terrace|Highway|Parkway|Row|Wharf)\b"
-    r"|\b(?:Calle|C/|Avenida|Avda\.|Plaza|Paseo|Carrer|Rua)\s+[^\W\d][^\n,]{1,40},?\s+(?:n[º°o]\.?\s*)?\d{1,4}\b"
-    r"|\b[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|weg|platz|gasse|allee|ring|damm)\s+\d{1,4}[a-z]?\b")
-_API_NAME = re.compile(r"`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(")
-#: A command to run: `code`, a prompt, a --flag, or a packaging or serving tool's name.
-COMMAND_TEXT: re.Pattern[str] = re.compile(
-    r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
 
 # What a question asks for.
 _ASKS_PRICE = re.compile(
@@ -64,9 +40,6 @@ _ASKS_COST = re.compile(
     r"|\bwhat(?:'s|\s+is|\s+are|\s+does|\s+do)?\s+(?:the\s+|your\s+)?(?:price|cost)s?\b|\bprices?\s+(?:of|for)\b"
     r"|\bcu[aá]nto\s+(?:(?:me|nos|te|le|les)\s+)?(?:cuesta|vale|cuestan|valen|sale|cobr\w+)|\bprecios?\s+(?:de|del)\b"
     r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t", re.I)
-_CLOCK = re.compile(
-    r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
-    rf"|\b(?:at|a\s+las|um|à)\s+(?:\d{{1,2}}|{HOUR_WORDS}|{HOUR_WORDS_ES})\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
 #: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
@@ -74,34 +47,12 @@ _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|w
 _ASKS_DURATION = re.compile(
     r"\b(how long|how many (?:minutes|hours|days|weeks|months|years)|cu[aá]nto tiempo|cu[aá]nt[oa]s "
     r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge)\b", re.I)
-_DURATION = re.compile(
-    r"\d\s*(?:min(?:ute)?s?|hrs?|hours?|days?|weeks?|months?|years?|secs?|seconds?|"
-    r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
-    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
-    r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
 #: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
 _ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
-#: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
-#: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
-_PLACE_NOUN = (r"terrace|street|road|lane|floor|room|kitchen|building|door|corner|market|farm|garden|"
-               r"harbou?r|car park|parking lot|lot|station|square|counter|shop|store|bookshop|café|cafe|"
-               r"terraza|calle|planta|sala|cocina|puerta|esquina|mercado|tienda|librería|puerto")
-_PLACE_TEXT = re.compile(
-    r"\b(?:upstairs|downstairs|next door|arriba|abajo|oben|unten|nebenan)\b"
-    r"|\b(?:in|at|on|from|near|behind|beside|inside|outside|opposite|en|desde|cerca de|junto a|frente a)\s+"
-    r"(?:(?:the|our|your|a|la|el|los|las|nuestra|nuestro)\s+)?"
-    # A name, not a day or a month ("on Monday", "in May").
-    r"(?:(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b|(?:January|February|March|April|May|June|July|August|"
-    r"September|October|November|December)\b)"
-    rf"[A-ZÀ-Ý][\w'’-]+|(?:\w+\s+)?(?:{_PLACE_NOUN})\b)"
-    r"|\b(?:im|am|auf|aus|bei|beim|vom|von|in der|in den|an der)\s+(?:(?:der|die|das|dem|den|unserer|unserem)\s+)?"
-    r"[A-ZÄÖÜ][\wäöüß-]+")
 #: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
 _ASKS_TEMPERATURE = re.compile(
     r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
     r"quelle température|hur varm|grader)\b", re.I)
-_TEMPERATURE = re.compile(
-    r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
 _ASKS_CONTACT = re.compile(
     r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
 #: Where the place itself is: "where are you located?", "what's your address?", "wo finde ich
@@ -340,16 +291,8 @@ def where_the_place_is(question: str, lang: str) -> tuple[str, str]:
 _ASKS_NUTRITION = re.compile(
     r"\b(?:calor[ií]\w*|kcal|kalori\w*|kilojoules?|sodium|sodio|natrium|prot[eé]in\w*|carbohydrates?|carbs"
     r"|kohlenhydrate|glucides|hidratos|fib(?:re|er)|ballaststoffe)\b", re.I)
-_NUTRITION = re.compile(
-    r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
-    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
 #: "How many…?", "¿cuántos…?": a count, in figures or in words ("up to eight people").
 _ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga)\b", re.I)
-_COUNT = re.compile(
-    rf"\d|\b(?:{HOUR_WORDS}|twenty|thirty|forty|fifty|hundred|"
-    rf"dozen|single|couple|uno|{HOUR_WORDS_ES}|docena|veinte|cien|"
-    r"eins|ein|eine|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwölf|zwanzig|hundert|dutzend|"
-    r"un|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio)\b", re.I)
 #: "Which pip version…?", "from which release…", "¿desde qué versión…?": a version number.
 _ASKS_VERSION = re.compile(
     r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,2}(?:version|release)\b(?!\s+(?:control|of\s+the\s+docs))"
@@ -388,40 +331,6 @@ def only_a_price_answers_nothing(question: str) -> bool:
     quoted alone is then no answer."""
     return bool(_ASKS_NO_PRICE.search(question)) and not _ASKS_COST.search(question) \
         and not _ASKS_PRICE.search(question)
-
-
-def names_api(text: str) -> bool:
-    """Whether a sentence names an API: CamelCase, snake_case or dotted.names, or `code`."""
-    return bool(_API_NAME.search(text))
-
-
-@functools.lru_cache(maxsize=16384)
-def carries(text: str, what: str) -> bool:
-    """Whether a unit's text carries `what` (a key of `_CARRIED`: a price, a time, an API name…).
-    Looked for only when a question asks for it, and remembered: the same texts come back
-    question after question."""
-    return _CARRIED[what](text)
-
-
-_CARRIED: dict[str, Callable[[str], bool]] = {
-    "money": lambda text: bool(_MONEY.search(text)),
-    # "Monday: Closed" answers "are you open on Monday?" as a time would.
-    "time": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text)),
-    "date": lambda text: bool(_DATE.search(text)),
-    "clock": lambda text: carries(text, "time") or bool(_CLOCK.search(text)),
-    "number": lambda text: bool(_HAS_NUMBER.search(text)),
-    "duration": lambda text: bool(_DURATION.search(text)),
-    "temperature": lambda text: bool(_TEMPERATURE.search(text)),
-    "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
-    "phone": lambda text: bool(_PHONE.search(text)),
-    "email": lambda text: bool(_EMAIL.search(text)),
-    "address": lambda text: bool(_ADDRESS.search(text)),
-    "api": lambda text: names_api(text),
-    "command": lambda text: bool(COMMAND_TEXT.search(text)),
-    "nutrition": lambda text: bool(_NUTRITION.search(text)),
-    "count": lambda text: bool(_COUNT.search(text)),
-    "place": lambda text: bool(_PLACE_TEXT.search(text)),
-}
 
 
 #: A place written out, for a question that asks where: between a time's bonus and an address's.

@@ -34,10 +34,10 @@ from app.asks import (
     asking_words,
     asks_of,
     asks_yes_or_no,
-    carries,
     evidence_bonus,
     must_carry,
 )
+from app.carries import carries
 from app.howto import code_example, imports_nothing_asked, page_api_sentence
 from app.prompt import Source
 from app.stems import stem, stems

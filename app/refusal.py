@@ -22,7 +22,8 @@ from app.answerability import (
     unknown_timed_subject,
     verdict_without_sentence,
 )
-from app.asks import asks_of, carries, must_carry, only_a_price_answers_nothing
+from app.asks import asks_of, must_carry, only_a_price_answers_nothing
+from app.carries import carries
 from app.extractive import Selection
 from app.prompt import Source
 from app.sources import quoted_passages

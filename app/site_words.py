@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from app.asks import carries, contact_words, where_the_place_is
+from app.asks import contact_words, where_the_place_is
+from app.carries import carries
 from app.events import PageContext
 from app.holidays import HolidayDates, asks_when, dated_in, holiday_dates
 from app.prompt import Source

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from app.asks import carries
+from app.carries import carries
 from app.prompt import Source
 from ingest.chunk import split_sentences
 from ingest.document import IMAGE_PREFIX

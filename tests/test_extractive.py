@@ -186,7 +186,8 @@ def test_a_how_do_i_answer_names_the_api_its_page_is_about():
 def test_a_where_question_leads_with_a_unit_that_names_a_place():
     """"Where does the lantern walk start from?" had been answered "lanterns are lent at the start",
     which names no place; the line that says where ("starts on our harbor terrace") answers."""
-    from app.asks import asks_of, carries
+    from app.asks import asks_of
+    from app.carries import carries
 
     page = source(1, "Lanterns are lent at the start.\n\nThe walk starts on our harbor terrace at 4 pm.",
                   title="Events")
@@ -411,7 +412,7 @@ def test_irregular_past_forms_stem_as_their_verb():
 
 
 def test_what_carries_an_address():
-    from app.asks import carries
+    from app.carries import carries
 
     for text in ("Address: 14 Quay Street, Port Wren", "Harbor & Pine\n14 Quay Street\nPort Wren, ME",
                  "Calle Mayor 12, Madrid", "Hauptstraße 5, 10115 Berlin", "Dirección: Calle Mayor 12"):
@@ -483,7 +484,8 @@ def test_the_weekend_and_the_working_week_are_searched_as_their_days():
 
 
 def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_passage_that_writes_one():
-    from app.asks import carries, must_carry
+    from app.asks import must_carry
+    from app.carries import carries
 
     for question in ("What time does the Gull Island ferry leave?", "how late are you open on fridays?",
                      "¿A qué hora salen los paquetes?", "opening hours of the mill?"):

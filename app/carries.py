@@ -1,0 +1,109 @@
+"""Whether a text carries what a question asks for: a price, a time of day, a date, a number, a
+length of time, a temperature, a phone number or e-mail address, a street address, a place, an API
+name, a command, a nutrition figure. app/asks.py reads what a question asks for; the extractive
+answer rewards a unit that carries it (app/extractive.py). The patterns cover the languages the
+sites are written in.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+
+from app.visits import HOUR_WORDS, HOUR_WORDS_ES
+
+_HAS_NUMBER = re.compile(r"[\d$€£¥]")
+_TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
+_CLOSED_ALL_DAY = re.compile(r"\b(?:closed|cerrado|geschlossen|ferm[ée]e?|geruht|ruhetag)\b", re.I)
+_MONEY = re.compile(r"[$€£¥]\s?\d|\d\s?(?:€|eur|usd|dollars?|euros?)\b", re.I)
+_DATE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)|"
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b", re.I)
+_PHONE = re.compile(r"(?<![\w.])\+?\(?\d[\d\s().-]{6,}\d(?![\w.])")
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+#: A street address: an "Address:" label (structured facts write one: ingest/facts/render.py), a house
+#: number before a street's name ("14 Quay Street"), or a Spanish or German street with its number.
+#: Case matters: "the IP address: 127.0.0.1" on documentation is not one.
+_ADDRESS = re.compile(
+    r"(?:^|[.;\n]\s*)(?:Address|Dirección|Direccion|Adresse|Anschrift)\s*:"
+    r"|\b\d{1,5}[a-z]?,?\s+(?:[A-Z][\w'’.-]*\s+){1,3}(?:Street|St\.|Road|Rd\.|Avenue|Ave\.|Lane|Boulevard|Blvd\.|"
+    r"Drive|Way|Place|Square|Quay|Court|Terrace|Highway|Parkway|Row|Wharf)\b"
+    r"|\b(?:Calle|C/|Avenida|Avda\.|Plaza|Paseo|Carrer|Rua)\s+[^\W\d][^\n,]{1,40},?\s+(?:n[º°o]\.?\s*)?\d{1,4}\b"
+    r"|\b[A-ZÄÖÜ][\wäöüß-]*(?:straße|strasse|weg|platz|gasse|allee|ring|damm)\s+\d{1,4}[a-z]?\b")
+_API_NAME = re.compile(r"`[^`]+`|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+_[a-z_]+\b|\b\w+\.\w+\(")
+#: A command to run: `code`, a prompt, a --flag, or a packaging or serving tool's name.
+COMMAND_TEXT: re.Pattern[str] = re.compile(
+    r"`|\$ |(?<![\w-])--?[a-z][\w-]+|\b(?:pip|python3?|pipx|twine|uv|fastapi|uvicorn)\s")
+#: A time of day in words ("noon", "at four", "a las cinco"), beside the figures `_TIME` reads.
+_CLOCK = re.compile(
+    r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
+    rf"|\b(?:at|a\s+las|um|à)\s+(?:\d{{1,2}}|{HOUR_WORDS}|{HOUR_WORDS_ES})\b", re.I)
+#: A length of time ("8 minutes", "3 to 4 months", "48 Stunden"), which a number alone is not.
+_DURATION = re.compile(
+    r"\d\s*(?:min(?:ute)?s?|hrs?|hours?|days?|weeks?|months?|years?|secs?|seconds?|"
+    r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
+    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
+    r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
+#: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
+#: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
+_PLACE_NOUN = (r"terrace|street|road|lane|floor|room|kitchen|building|door|corner|market|farm|garden|"
+               r"harbou?r|car park|parking lot|lot|station|square|counter|shop|store|bookshop|café|cafe|"
+               r"terraza|calle|planta|sala|cocina|puerta|esquina|mercado|tienda|librería|puerto")
+_PLACE_TEXT = re.compile(
+    r"\b(?:upstairs|downstairs|next door|arriba|abajo|oben|unten|nebenan)\b"
+    r"|\b(?:in|at|on|from|near|behind|beside|inside|outside|opposite|en|desde|cerca de|junto a|frente a)\s+"
+    r"(?:(?:the|our|your|a|la|el|los|las|nuestra|nuestro)\s+)?"
+    # A name, not a day or a month ("on Monday", "in May").
+    r"(?:(?!(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?\b|(?:January|February|March|April|May|June|July|August|"
+    r"September|October|November|December)\b)"
+    rf"[A-ZÀ-Ý][\w'’-]+|(?:\w+\s+)?(?:{_PLACE_NOUN})\b)"
+    r"|\b(?:im|am|auf|aus|bei|beim|vom|von|in der|in den|an der)\s+(?:(?:der|die|das|dem|den|unserer|unserem)\s+)?"
+    r"[A-ZÄÖÜ][\wäöüß-]+")
+#: Degrees ("165 ºC", "350°F", "200 grados"), which a number alone is not.
+_TEMPERATURE = re.compile(
+    r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
+#: A nutrition figure ("200kcal", "Calories: 158").
+_NUTRITION = re.compile(
+    r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
+    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
+#: A count, in figures or in words ("up to eight people").
+_COUNT = re.compile(
+    rf"\d|\b(?:{HOUR_WORDS}|twenty|thirty|forty|fifty|hundred|"
+    rf"dozen|single|couple|uno|{HOUR_WORDS_ES}|docena|veinte|cien|"
+    r"eins|ein|eine|zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|zwölf|zwanzig|hundert|dutzend|"
+    r"un|deux|trois|quatre|cinq|sept|huit|neuf|dix|douze|en|ett|två|tre|fyra|fem|sex|sju|åtta|nio|tio)\b", re.I)
+
+
+def names_api(text: str) -> bool:
+    """Whether a sentence names an API: CamelCase, snake_case or dotted.names, or `code`."""
+    return bool(_API_NAME.search(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def carries(text: str, what: str) -> bool:
+    """Whether a unit's text carries `what` (a key of `_CARRIED`: a price, a time, an API name…).
+    Looked for only when a question asks for it, and remembered: the same texts come back
+    question after question."""
+    return _CARRIED[what](text)
+
+
+_CARRIED: dict[str, Callable[[str], bool]] = {
+    "money": lambda text: bool(_MONEY.search(text)),
+    # "Monday: Closed" answers "are you open on Monday?" as a time would.
+    "time": lambda text: bool(_TIME.search(text) or _CLOSED_ALL_DAY.search(text)),
+    "date": lambda text: bool(_DATE.search(text)),
+    "clock": lambda text: carries(text, "time") or bool(_CLOCK.search(text)),
+    "number": lambda text: bool(_HAS_NUMBER.search(text)),
+    "duration": lambda text: bool(_DURATION.search(text)),
+    "temperature": lambda text: bool(_TEMPERATURE.search(text)),
+    "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
+    "phone": lambda text: bool(_PHONE.search(text)),
+    "email": lambda text: bool(_EMAIL.search(text)),
+    "address": lambda text: bool(_ADDRESS.search(text)),
+    "api": lambda text: names_api(text),
+    "command": lambda text: bool(COMMAND_TEXT.search(text)),
+    "nutrition": lambda text: bool(_NUTRITION.search(text)),
+    "count": lambda text: bool(_COUNT.search(text)),
+    "place": lambda text: bool(_PLACE_TEXT.search(text)),
+}
