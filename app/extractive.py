@@ -99,6 +99,10 @@ _TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
 #: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
 #: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
+#: When something is back or available again: "when it's coming back", "¿cuándo vuelve a estar disponible?".
+_BACK_WHEN = re.compile(
+    r"\b(?:when|cu[aá]ndo|wann)\b.*\b(?:back|available|restock\w*|in stock|de vuelta|vuelve|disponible|"
+    r"wieder|verfügbar|lieferbar)\b", re.I)
 _BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
 
 
@@ -366,6 +370,14 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         if answering is not None and (same_page or score[order[0]] - score[answering] <= REQUIRED_MARGIN):
             order.remove(answering)
             order.insert(0, answering)
+    # "Any idea when it's coming back?": when something is back or available again is a date; a lead
+    # that writes none gives way to the best unit that does ("the next batch is expected in early
+    # January 2027") when nearly as good.
+    if not required and _BACK_WHEN.search(question) and not carries(units[order[0]].text, "date"):
+        dated = next((i for i in order if carries(units[i].text, "date")), None)
+        if dated is not None and score[order[0]] - score[dated] <= REQUIRED_MARGIN:
+            order.remove(dated)
+            order.insert(0, dated)
     # An FAQ answer is quoted whole: a sentence of it that leads gives way to the whole answer when
     # that is nearly as good ("We offer store credit worth 40%…" without "Yes, on Tuesdays…").
     if units[order[0]].kind == "sentence":

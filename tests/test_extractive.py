@@ -569,6 +569,17 @@ def test_a_temperature_on_the_lead_s_page_answers_however_far_down_it_scores():
     assert "165 ºC" in select(question, [page], weights).lead
 
 
+def test_when_something_is_back_is_answered_with_a_date():
+    """"Any idea when the honey granola is coming back?" had been answered with the product's
+    description ("Currently sold out"); the sentence that says when leads when nearly as good."""
+    page = source(1, "Honey granola with oats, baked with pine honey; the honey granola is sold out.\n\n"
+                     "The harvest was small; the next batch is expected in early January 2027.",
+                  title="Shop")
+    question = "any idea when the honey granola is coming back?"
+    weights = term_weights(question, {"honey": 3, "granola": 2, "coming": 9, "back": 9}, 100)
+    assert "January 2027" in select(question, [page], weights).lead
+
+
 def test_a_price_question_leads_with_a_price_when_one_is_nearly_as_good():
     """"How much does it cost to send a bag of coffee to another state?" quoted the sentence about
     where parcels go, which shares more words with it, not the one with the price."""
