@@ -557,27 +557,30 @@ def test_a_day_inside_an_hours_range_is_answered_by_its_row():
         assert select(question, [delivery, hours], weights).quotes[0].text == answer, question
 
 
+def lead_of_one_page(question: str, text: str, counts: dict[str, int]) -> str:
+    """The unit an answer leads with, from one page whose title names nothing asked."""
+    return select(question, [source(1, text, title="Shop")], term_weights(question, counts, 100)).lead
+
+
 def test_a_temperature_on_the_lead_s_page_answers_however_far_down_it_scores():
     """"¿A cuántos grados pongo la freidora de aire para el bizcocho de limón?" was refused: the step
     that gives the temperature uses none of the question's words, and a price or a count that far
     down would be another item's, but a recipe writes its temperature once."""
-    page = source(1, "El bizcocho de limón en freidora de aire queda esponjoso.\n\n"
-                     "Vierte la masa en un molde. Introduce el molde en la cesta y cocina a 165 ºC durante 40 minutos.",
-                  title="Postres")
-    question = "¿a cuántos grados pongo la freidora de aire para el bizcocho de limón?"
-    weights = term_weights(question, {"freidora": 3, "aire": 5, "bizcocho": 4, "limón": 4}, 100)
-    assert "165 ºC" in select(question, [page], weights).lead
+    assert "165 ºC" in lead_of_one_page(
+        "¿a cuántos grados pongo la freidora de aire para el bizcocho de limón?",
+        "El bizcocho de limón en freidora de aire queda esponjoso.\n\n"
+        "Vierte la masa en un molde. Introduce el molde en la cesta y cocina a 165 ºC durante 40 minutos.",
+        {"freidora": 3, "aire": 5, "bizcocho": 4, "limón": 4})
 
 
 def test_when_something_is_back_is_answered_with_a_date():
     """"Any idea when the honey granola is coming back?" had been answered with the product's
     description ("Currently sold out"); the sentence that says when leads when nearly as good."""
-    page = source(1, "Honey granola with oats, baked with pine honey; the honey granola is sold out.\n\n"
-                     "The harvest was small; the next batch is expected in early January 2027.",
-                  title="Shop")
-    question = "any idea when the honey granola is coming back?"
-    weights = term_weights(question, {"honey": 3, "granola": 2, "coming": 9, "back": 9}, 100)
-    assert "January 2027" in select(question, [page], weights).lead
+    assert "January 2027" in lead_of_one_page(
+        "any idea when the honey granola is coming back?",
+        "Honey granola with oats, baked with pine honey; the honey granola is sold out.\n\n"
+        "The harvest was small; the next batch is expected in early January 2027.",
+        {"honey": 3, "granola": 2, "coming": 9, "back": 9})
 
 
 def test_a_price_question_leads_with_a_price_when_one_is_nearly_as_good():
