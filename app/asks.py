@@ -319,6 +319,24 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     return tuple(pair for pair in asked if pair[0] not in ("count", "number")) if len(asked) > 1 else asked
 
 
+#: When something is back or available again: "when it's coming back", "¿cuándo vuelve a estar
+#: disponible?" — a date, which the unit an answer leads with should write.
+_ASKS_BACK_WHEN = re.compile(
+    r"\b(?:when|cu[aá]ndo|wann)\b.*\b(?:back|available|restock\w*|in stock|de vuelta|vuelve|disponible|"
+    r"wieder|verfügbar|lieferbar)\b", re.I)
+
+
+@functools.lru_cache(maxsize=1024)
+def lead_must_write(question: str) -> tuple[str, ...]:
+    """What the unit an answer leads with should write (keys of app/carries.py): the price,
+    temperature, count or version number the question must be answered with (`must_carry`), or the
+    date something is back ("any idea when it's coming back?"). A time of day is left out: a row's
+    day already leads ("the pickup shelf from 9 am" would answer when the milk is delivered)."""
+    required = tuple(carried for carried, _ in must_carry(question)
+                     if carried in ("money", "temperature", "count", "number"))
+    return required or (("date",) if _ASKS_BACK_WHEN.search(question) else ())
+
+
 #: A question about how, where, who or why: a price alone never answers it ("¿cómo se prepara un
 #: chai latte en casa?" was answered "Chai latte: $4.50").
 _ASKS_NO_PRICE = re.compile(

@@ -35,7 +35,7 @@ from app.asks import (
     asks_of,
     asks_yes_or_no,
     evidence_bonus,
-    must_carry,
+    lead_must_write,
 )
 from app.carries import carries
 from app.howto import code_example, imports_nothing_asked, page_api_sentence
@@ -99,10 +99,6 @@ _TERM_HEADING = re.compile(r"^(?![A-ZÀ-Ý])[\w.()`'-]+(?: [\w.()`'-]+)?$")
 #: An FAQ answer's opening "Yes." answers the FAQ's own question ("Do you make custom cakes?"): left
 #: out of the answer to a question that asks how long or how much ("Yes. Whole cakes need 72 hours'
 #: notice" answered "how far in advance do I order a cake"), kept for one that asks yes or no.
-#: When something is back or available again: "when it's coming back", "¿cuándo vuelve a estar disponible?".
-_BACK_WHEN = re.compile(
-    r"\b(?:when|cu[aá]ndo|wann)\b.*\b(?:back|available|restock\w*|in stock|de vuelta|vuelve|disponible|"
-    r"wieder|verfügbar|lieferbar)\b", re.I)
 _BARE_REPLY = re.compile(r"^(?:yes|no|sí|si|ja|nein)[.!]\s+(?=\S)", re.I)
 
 
@@ -353,31 +349,25 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
         measured.update(top)
     score = list(features @ UNIT_WEIGHTS)
     order = sorted(range(len(units)), key=lambda i: -score[i])
+
+    def lead_with(i: int) -> None:
+        order.remove(i)
+        order.insert(0, i)
+
     # "How much is the loaf?": a unit without a price does not answer, however well its words
     # match. The best one with a price leads when it is nearly as good; a price far down the list
     # is another item's (the answer is then refused). So for a temperature ("¿a qué temperatura
-    # pongo la airfryer…?" led with what to drink beside the cake) and a count. Not for a time of
-    # day, where a row's day already leads: promoted, "the pickup shelf from 9 am" answered when
-    # the milk is delivered.
-    required = [carried for carried, _ in must_carry(question)
-                if carried in ("money", "temperature", "count", "number")]
+    # pongo la airfryer…?" led with what to drink beside the cake), a count, and the date something
+    # is back ("the next batch is expected in early January 2027"; `lead_must_write`).
+    required = lead_must_write(question)
     if required:
         answering = next((i for i in order if all(carries(units[i].text, carried) for carried in required)), None)
         # A recipe writes its oven's temperature once, in a step that may use none of the question's
         # words ("cocina a 165 ºC durante 40 minutos"): on the lead's page it answers however far down.
-        same_page = (answering is not None and required == ["temperature"]
+        same_page = (answering is not None and required == ("temperature",)
                      and units[answering].source == units[order[0]].source)
         if answering is not None and (same_page or score[order[0]] - score[answering] <= REQUIRED_MARGIN):
-            order.remove(answering)
-            order.insert(0, answering)
-    # "Any idea when it's coming back?": when something is back or available again is a date; a lead
-    # that writes none gives way to the best unit that does ("the next batch is expected in early
-    # January 2027") when nearly as good.
-    if not required and _BACK_WHEN.search(question) and not carries(units[order[0]].text, "date"):
-        dated = next((i for i in order if carries(units[i].text, "date")), None)
-        if dated is not None and score[order[0]] - score[dated] <= REQUIRED_MARGIN:
-            order.remove(dated)
-            order.insert(0, dated)
+            lead_with(answering)
     # An FAQ answer is quoted whole: a sentence of it that leads gives way to the whole answer when
     # that is nearly as good ("We offer store credit worth 40%…" without "Yes, on Tuesdays…").
     if units[order[0]].kind == "sentence":
@@ -386,8 +376,7 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                       and inner in units[i].text.casefold() and len(units[i].text) <= len(inner) + FAQ_MORE_CHARS),
                      None)
         if whole is not None and score[order[0]] - score[whole] <= NEIGHBOUR_MARGIN:
-            order.remove(whole)
-            order.insert(0, whole)
+            lead_with(whole)
     if TRACE is not None:
         TRACE.append(dict(question=question, units=units, score=score, features=features,
                           sources=list(sources), weights=dict(weights)))

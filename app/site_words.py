@@ -109,9 +109,10 @@ def known_besides_index(words: SiteWords, question: str, sources: Sequence[Sourc
     reached = " ".join(sorted(reaching)) if reaching and any(carries(text, "contact") for text in texts) else ""
     spanned = frozenset().union(*(days_spanned(text) for text in texts)) if when else frozenset()
     visiting = words.visiting if any(carries(s.text, "time") for s in top) else frozenset()
-    written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(" ".join(s.text for s in top)))
+    top_text = " ".join(s.text for s in top)
+    written = bool(words.everyday) and bool(words_of(words.everyday) & words_of(top_text))
     everyday = words.everyday_own if written else frozenset()
-    short = shorthand_written(question, " ".join(s.text for s in top))
+    short = shorthand_written(question, top_text)
     known = " ".join([page_text, located, reached, words.today.words, *sorted(spanned), *sorted(visiting),
                       *sorted(everyday), visitor_place(question), *dated_in(words.holidays, said), short]).strip()
     return known, spanned

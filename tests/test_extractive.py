@@ -576,6 +576,11 @@ def test_a_temperature_on_the_lead_s_page_answers_however_far_down_it_scores():
 def test_when_something_is_back_is_answered_with_a_date():
     """"Any idea when the honey granola is coming back?" had been answered with the product's
     description ("Currently sold out"); the sentence that says when leads when nearly as good."""
+    from app.asks import lead_must_write
+
+    assert lead_must_write("any idea when the honey granola is coming back?") == ("date",)
+    assert lead_must_write("how much is the loaf?") == ("money",)
+    assert lead_must_write("what time do you open on Sundays?") == ()  # a row's day leads instead
     assert "January 2027" in lead_of_one_page(
         "any idea when the honey granola is coming back?",
         "Honey granola with oats, baked with pine honey; the honey granola is sold out.\n\n"
