@@ -10,15 +10,13 @@ import time
 import httpx
 import pytest
 
+from app.figures import figures, names, number_values
 from app.grounding import (
     GroundingCheck,
     NotOnSite,
     SentenceSplitter,
-    figures,
     guarded,
     is_refusal,
-    names,
-    number_values,
     opening,
 )
 from app.metrics import Metrics
