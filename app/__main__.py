@@ -184,7 +184,7 @@ def ask_command(ctx: Context, args: argparse.Namespace) -> None:
             sys.stdout.flush()
 
     async def run():
-        from app.answer import check_question
+        from app.question import check_question
 
         request.question = check_question(request.question, settings.max_question_chars)
         async with answer_stack(ctx) as stack:

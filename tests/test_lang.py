@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.answer import question_language
 from app.events import PageContext
+from app.question import question_language
 from ingest.document import Document, Section
 from ingest.indexer import content_language, prose_sample
 from ingest.lang import detect_language

@@ -12,7 +12,6 @@ from litestar import Request, Response, get, post
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
-from app.answer import check_question
 from app.console import auth, views
 from app.console.common import (
     SECURITY_HEADERS,
@@ -24,6 +23,7 @@ from app.console.common import (
     tenant_for,
 )
 from app.events import ChatRequest, ErrorEvent, event_name
+from app.question import check_question
 from app.routes.common import decode_json, read_body
 from store.config import SiteConfig, decode_config
 from store.errors import Forbidden, FrontdeskError, InvalidConfig, InvalidInput, Unauthorized

@@ -173,7 +173,7 @@ def golden_retrieval(tenant: Tenant, embedder: Embedder, items: Sequence[GoldenI
                      lang_boost: float = ANSWER_LANG_BOOST) -> dict[str, dict[str, float]]:
     """Page-retrieval metrics of a golden set without running answers (bake-offs, fusion tuning):
     {"all": {...}, "<lang>": {...}} over the answerable questions."""
-    from app.answer import question_language
+    from app.question import question_language
 
     site = tenant.config().site
     site_langs = tenant_languages(tenant)
@@ -231,9 +231,9 @@ def _is_miss(row: GoldenRow) -> bool:
 async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem],
                        provider: Provider, on_progress: Progress | None,
                        params: FusionParams) -> list[GoldenRow]:
-    from app.answer import question_language
     from app.events import ChatRequest
     from app.followup import carried_subject
+    from app.question import question_language
     from app.stack import answer_stack
 
     answerer = answer_stack(ctx, provider=provider).answerer

@@ -18,8 +18,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.response import ServerSentEvent
 from litestar.response.sse import ServerSentEventMessage
 
-from app.answer import Answerer, check_question
+from app.answer import Answerer
 from app.events import ChatRequest, ErrorBody, ErrorEvent, FeedbackRequest, event_name
+from app.question import check_question
 from app.routes.common import read_json
 from store.config import SiteConfig
 from store.errors import Forbidden, FrontdeskError, Unauthorized

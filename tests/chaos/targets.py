@@ -117,7 +117,7 @@ def check_jsonld(data: bytes) -> None:
     structured = structured_data_from_items({"json-ld": items})
     _check_facts(structured.facts)
     _check(all(isinstance(b, str) for b in structured.breadcrumbs), "a breadcrumb that is not text")
-    # The widget sends a page's JSON-LD as already-parsed JSON (app/answer.py page_context_text).
+    # The widget sends a page's JSON-LD as already-parsed JSON (app/question.py page_context_text).
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
