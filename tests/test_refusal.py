@@ -1,6 +1,6 @@
 """The order of the refusal checks (app/refusal.py), on evidence written out by hand: the logic of
 the verdict, not the embedder (the lead sentence's similarity is given). The whole path on the
-sample site is in tests/test_extractive.py."""
+sample site is in tests/test_sample_site_answers.py."""
 
 from __future__ import annotations
 
