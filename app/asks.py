@@ -39,7 +39,10 @@ _ASKS_COST = re.compile(
     r"\bhow\s+much\s+(?:is|are|does|do|would|will|for|'s|should|did)\b|\b(?:how\s+much|what)\b.*\bcosts?\b"
     r"|\bwhat(?:'s|\s+is|\s+are|\s+does|\s+do)?\s+(?:the\s+|your\s+)?(?:price|cost)s?\b|\bprices?\s+(?:of|for)\b"
     r"|\bcu[aá]nto\s+(?:(?:me|nos|te|le|les)\s+)?(?:cuesta|vale|cuestan|valen|sale|cobr\w+)|\bprecios?\s+(?:de|del)\b"
-    r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t", re.I)
+    r"|\bwas\s+kostet|\bwie\s*viel\s+kostet|\bcombien\s+co[uû]t"
+    # "What does BigQuery charge per terabyte?", "how much deposit do I get back?"
+    r"|\bwhat\s+(?:does|do|will|would)\s+(?:[\w&'-]+\s+){0,3}charge\b"
+    r"|\bhow\s+much\s+(?:of\s+an?\s+|of\s+the\s+)?(?:deposit|refund|fee|surcharge|credit)\b", re.I)
 _ASKS_DATE = re.compile(r"\b(when|date|which day|what day|cu[aá]ndo|fecha|wann|datum)\b", re.I)
 _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|wie viele|wie lange)\b", re.I)
 #: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
@@ -292,7 +295,14 @@ _ASKS_NUTRITION = re.compile(
     r"\b(?:calor[ií]\w*|kcal|kalori\w*|kilojoules?|sodium|sodio|natrium|prot[eé]in\w*|carbohydrates?|carbs"
     r"|kohlenhydrate|glucides|hidratos|fib(?:re|er)|ballaststoffe)\b", re.I)
 #: "How many…?", "¿cuántos…?": a count, in figures or in words ("up to eight people").
-_ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga)\b", re.I)
+_ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga"
+                            r"|(?:maximum|minimum|max|min)\s+number\s+of|n[uú]mero\s+m[aá]ximo\s+de)\b", re.I)
+#: "How much disk space…?", "is there a size limit…?", "¿a partir de qué tamaño exacto…?": a size in
+#: figures. Not "what size…?" or "wie groß…?", which a size in words or a choice of sizes answers.
+_ASKS_SIZE = re.compile(
+    r"\bhow\s+much\s+(?:disk\s+|free\s+|storage\s+)?(?:space|storage|memory|ram)\b|\bsize\s+limit\b"
+    r"|\b(?:maximum|minimum|max)\s+(?:file\s+|upload\s+)?size\b|\bhow\s+many\s+(?:kilo|mega|giga|tera)?bytes\b"
+    r"|\btama[nñ]o\s+(?:exacto|m[aá]ximo|l[ií]mite)\b|\bmaximale\s+(?:datei)?gr(?:ö|oe)(?:ß|ss)e\b", re.I)
 #: "Which pip version…?", "from which release…", "¿desde qué versión…?": a version number.
 _ASKS_VERSION = re.compile(
     r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,2}(?:version|release)\b(?!\s+(?:control|of\s+the\s+docs))"
@@ -303,7 +313,8 @@ _ASKS_VERSION = re.compile(
 #: a time of day, a price, a nutrition figure, a temperature, a count, a version.
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
-               (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"))
+               (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"),
+               (_ASKS_DURATION, "length_of_time", "length of time"), (_ASKS_SIZE, "size", "size"))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -311,12 +322,20 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
     for "what time does the ferry leave?", ("money", "price") for "how much is the loaf?",
     ("temperature", "temperature") for "how hot should the oven be?", ("count", "number") for "how
-    many people can take part?", ("number", "version number") for "which pip version…?". A quoted
+    many people can take part?", ("number", "version number") for "which pip version…?",
+    ("length_of_time", "length of time") for "how long will it keep?", ("size", "size") for "how much
+    disk space…?". A quoted
     unit that writes none is no answer: the best unit that writes one leads when it is nearly as
     good (app/extractive.py), else the question is refused."""
     asked = tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
-    # "How many calories…?" counts a nutrition figure: that is what it must write.
-    return tuple(pair for pair in asked if pair[0] not in ("count", "number")) if len(asked) > 1 else asked
+    if len(asked) > 1:
+        # "How many calories…?" must write a nutrition figure, "how hot, and for how long?" the
+        # temperature (the rest may follow), "how many days…?" a length of time.
+        asked = (tuple(pair for pair in asked if pair[0] not in ("count", "number", "length_of_time", "size"))
+                 or tuple(pair for pair in asked if pair[0] == "size")
+                 or tuple(pair for pair in asked if pair[0] == "length_of_time") or asked[:1])
+    return asked
+
 
 
 #: When something is back or available again: "when it's coming back", "¿cuándo vuelve a estar

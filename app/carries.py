@@ -45,6 +45,25 @@ _DURATION = re.compile(
     r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
     r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
+#: A length of time in words, or as code writes one ("a week", "overnight", "dos semanas",
+#: "timedelta(minutes=15)", "ACCESS_TOKEN_EXPIRE_MINUTES = 30"), beside the figures `_DURATION` reads.
+_DURATION_WORDS = re.compile(
+    r"\b(?:an?|half\s+an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|a\s+few|few|several|a\s+couple\s+of|"
+    r"un|una|unos|unas|dos|tres|cuatro|cinco|seis|siete|ocho|diez|ein|eine|einen|einem|einer|zwei|drei|vier|"
+    r"fünf|sechs|sieben|acht|zehn|einige|ein\s+paar|une?|deux|trois|quelques)\s+"
+    r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?|minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
+    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|heures?|jours?|semaines?|mois|ans?)\b"
+    r"|\b(?:overnight|fortnight|toda\s+la\s+noche|über\s+nacht|tagelang)\b"
+    r"|(?:\d|[½¼¾])[\s-]*(?:hours?|days?|weeks?|months?|minutes?|mins?|hrs?|h)\b"  # "36-hour", "1½ hours", "24h"
+    r"|\d\s*(?:(?:business|working|calendar|full|whole)\s+(?:days|weeks|hours)|werktage?n?|arbeitstage?n?)\b"
+    r"|\b(?:minutes|hours|days|weeks|seconds)\s*=\s*\d|_(?:MINUTES|HOURS|DAYS|SECONDS)\s*=\s*\d"
+    # "max_age - Sets a maximum time in seconds for browsers to cache CORS responses. Defaults to 600."
+    r"|\b(?:seconds|minutes|hours|days|segundos|minutos|horas|sekunden|minuten|stunden)\b[^\n]{0,80}\d", re.I)
+#: A size or a weight: "900 g", "2 GB", "10 MiB", "8-inch", "1024 * 1024" bytes.
+_SIZE = re.compile(
+    r"\d[\d.,]*\s*-?\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?|g|kg|grams?|gramos?|gramm|lbs?|"
+    r"pounds?|oz|ounces?|inch(?:es)?|in\.|cm|mm|ml|l|litres?|liters?|litros?|quarts?|cups?)\b|\d+\s*\*\s*\d+", re.I)
+_DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
 #: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
 _PLACE_NOUN = (r"terrace|street|road|lane|floor|room|kitchen|building|door|corner|market|farm|garden|"
@@ -96,6 +115,11 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "clock": lambda text: carries(text, "time") or bool(_CLOCK.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),
+    # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
+    # distance how long a walk is.
+    "size": lambda text: bool(_SIZE.search(text)),
+    "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
+                                        or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
     "phone": lambda text: bool(_PHONE.search(text)),

@@ -229,7 +229,8 @@ def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout"),
                                             ("shared-word/pypug-calibration.jsonl", "shared_word_pypug"),
-                                            ("turns/pypug-calibration.jsonl", "turns_pypug")])
+                                            ("turns/pypug-calibration.jsonl", "turns_pypug"),
+                                            ("nearmiss/pypug-calibration.jsonl", "nearmiss_pypug")])
 def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
     check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
 
@@ -246,7 +247,8 @@ def fastapi_ctx(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout"),
                                             ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi"),
-                                            ("turns/fastapi-calibration.jsonl", "turns_fastapi")])
+                                            ("turns/fastapi-calibration.jsonl", "turns_fastapi"),
+                                            ("nearmiss/fastapi-calibration.jsonl", "nearmiss_fastapi")])
 def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
 
@@ -345,7 +347,8 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
 @pytest.mark.parametrize("golden, floors", [("hours/demo.jsonl", "demo_hours"),
                                             ("visitor/demo-calibration.jsonl", "demo_visitor"),
                                             ("shared-word/demo-calibration.jsonl", "shared_word_demo"),
-                                            ("turns/demo-calibration.jsonl", "turns_demo")])
+                                            ("turns/demo-calibration.jsonl", "turns_demo"),
+                                            ("nearmiss/demo-calibration.jsonl", "nearmiss_demo")])
 def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
     """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
     near misses about the times of things the site gives none for; and everyday visitor questions
@@ -388,6 +391,13 @@ def test_recipe_site_conversations_stay_above_their_floors(recipes_ctx):
     """Three-turn conversations whose last turn leans on the earlier ones ("how long will it keep
     afterwards?" after the slow-cooker fondant), or changes subject."""
     check_golden(recipes_ctx, "recipes", "turns/recipes-calibration.jsonl", FLOORS["turns_recipes"])
+
+
+@pytest.mark.slow
+def test_recipe_site_near_misses_beside_answerable_questions_stay_above_their_floors(recipes_ctx):
+    """A near miss about the same recipe as an answerable question ("how many days will the leftover
+    soup keep in the fridge?" where the page gives none), beside that question."""
+    check_golden(recipes_ctx, "recipes", "nearmiss/recipes-calibration.jsonl", FLOORS["nearmiss_recipes"])
 
 
 @pytest.mark.slow

@@ -480,7 +480,7 @@ def test_the_weekend_and_the_working_week_are_searched_as_their_days():
     assert period_days("do you open on Saturdays?", "en") == ""
 
 
-def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_passage_that_writes_one():
+def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time_needs_a_passage_writing_it():
     from app.asks import must_carry
     from app.carries import carries
 
@@ -491,7 +491,7 @@ def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_p
                      "what's the price of a latte", "Was kostet ein Brot?", "how much would a 10-inch cake be?",
                      "¿cuánto me cuesta el envío?"):
         assert must_carry(question) == (("money", "price"),), question
-    for question in ("When is the author evening?", "How long does the loaf keep?", "Do you open on Sundays?",
+    for question in ("When is the author evening?", "Do you open on Sundays?",
                      "How much water goes into the stew?", "does it cost extra for oat milk?",
                      "how much sugar goes into the cake?",
                      # How long before, not a time of day: "start soaking them at least 4 hours ahead".
@@ -503,8 +503,36 @@ def test_a_question_for_a_time_of_day_a_price_a_temperature_or_a_count_needs_a_p
     for question in ("How hot should the oven be for the potatoes?", "¿A qué temperatura pongo la airfryer?",
                      "Wie heiß muss der Ofen sein?"):
         assert must_carry(question) == (("temperature", "temperature"),), question
-    for question in ("How many people can take part?", "¿Cuántos días aguanta en la nevera?", "Wie viele Portionen?"):
+    for question in ("How many people can take part?", "Wie viele Portionen?"):
         assert must_carry(question) == (("count", "number"),), question
+    # A length of time, and for "how many days…?" that rather than any number; "how hot, and for how
+    # long?" must write the temperature, the length may follow.
+    for question in ("How long does the loaf keep?", "¿Cuántos días aguanta en la nevera?",
+                     "How many months can I freeze it?", "Wie lange sind die Zertifikate gültig?",
+                     "¿Cuánto tiempo tarda el envío?"):
+        assert must_carry(question) == (("length_of_time", "length of time"),), question
+    assert must_carry("Wie heiß muss der Ofen sein und wie lange bleibt die Pfanne drin?") == (
+        ("temperature", "temperature"),)
+    for text in ("It keeps for 3 days.", "Keeps three days in a bread bag", "a 36-hour cold ferment", "1½ hours",
+                 "freeze nicely for 3 to 4 months", "about an hour", "overnight", "2–3 business days",
+                 "in 3 Werktagen", "durante cinco minutos", "Saturday, 9:00 am to 12:00 noon", "A 3 km walk",
+                 "ACCESS_TOKEN_EXPIRE_MINUTES = 30",
+                 "max_age - a maximum time in seconds to cache responses. Defaults to 600"):
+        assert carries(text, "length_of_time"), text
+    for text in ("Bake until golden.", "A 900 g loaf", "Sourdough Basics Workshop, 12 December 2026", "$9.50"):
+        assert not carries(text, "length_of_time"), text
+    # What a service charges, a deposit, the most characters allowed, a size limit: figures too.
+    for question in ("What does BigQuery charge per terabyte past the free tier?",
+                     "How much deposit do I get back for the jar?"):
+        assert must_carry(question) == (("money", "price"),), question
+    assert must_carry("What is the maximum number of characters a name may have?") == (("count", "number"),)
+    for question in ("How much disk space does a full mirror need?", "Is there a size limit on the README, and how "
+                     "many kilobytes is it?", "¿A partir de qué tamaño exacto pasa el archivo a disco?"):
+        assert must_carry(question) == (("size", "size"),), question
+    for question in ("What size are your birthday cakes?", "Do you charge for delivery?"):
+        assert must_carry(question) == (), question
+    assert carries("up to 1 GB per file", "size") and carries("max_part_size=1024 * 1024", "size")
+    assert not carries("a generous size limit applies", "size")
     for question in ("Which pip version started respecting Requires-Python?",
                      "What's the minimum version of twine I need?", "¿Desde qué versión de pip funciona?",
                      "Ab welcher Version geht das?"):
