@@ -297,6 +297,13 @@ _ASKS_NUTRITION = re.compile(
 #: "How many…?", "¿cuántos…?": a count, in figures or in words ("up to eight people").
 _ASKS_HOW_MANY = re.compile(r"\b(?:how many|cu[aá]nt[oa]s|wie viele|combien|hur m[aå]nga"
                             r"|(?:maximum|minimum|max|min)\s+number\s+of|n[uú]mero\s+m[aá]ximo\s+de)\b", re.I)
+#: "How many servings does it make?", "how many people does it feed?", "¿para cuántas personas…?":
+#: a recipe's yield, which any number on its page is not ("published 25 April 2021").
+_ASKS_SERVINGS = re.compile(
+    r"\bhow\s+many\s+(?:servings|portions|people|persons)\b(?=.*\b(?:serves?|feeds?|makes?|yields?|recipe)\b)"
+    r"|\bhow\s+many\s+(?:servings|portions)\b|\bhow\s+many\s+(?:does|will)\s+(?:it|this|the\s+[^?]{1,60}?)\s+(?:serve|feed)\b"
+    r"|\b(?:para\s+)?cu[aá]nt[ao]s\s+(?:raciones|porciones|personas)\b|\bwie\s+viele\s+(?:portionen|personen)\b"
+    r"|\bcombien\s+de\s+(?:portions|parts|personnes)\b|\bhur\s+m[aå]nga\s+(?:portioner|personer)\b", re.I)
 #: "How much disk space…?", "is there a size limit…?", "¿a partir de qué tamaño exacto…?": a size in
 #: figures. Not "what size…?" or "wie groß…?", which a size in words or a choice of sizes answers.
 _ASKS_SIZE = re.compile(
@@ -314,7 +321,8 @@ _ASKS_VERSION = re.compile(
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
                (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"),
-               (_ASKS_DURATION, "length_of_time", "length of time"), (_ASKS_SIZE, "size", "size"))
+               (_ASKS_DURATION, "length_of_time", "length of time"), (_ASKS_SIZE, "size", "size"),
+               (_ASKS_SERVINGS, "servings", "number of servings"))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -63,6 +63,12 @@ _DURATION_WORDS = re.compile(
 _SIZE = re.compile(
     r"\d[\d.,]*\s*-?\s*(?:[kmgt]i?b|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?|g|kg|grams?|gramos?|gramm|lbs?|"
     r"pounds?|oz|ounces?|inch(?:es)?|in\.|cm|mm|ml|l|litres?|liters?|litros?|quarts?|cups?)\b|\d+\s*\*\s*\d+", re.I)
+#: How many a recipe serves or makes: "Serves 4", "Yield: 16 servings", "für 4 Personen", "12 muffins".
+_SERVINGS = re.compile(
+    r"\b(?:serves|servings?|portions?|raciones|porciones|personas|people|persons|yields?|makes|portionen|personen|"
+    r"portioner|personnes|für|para)\b\s*:?\s*(?:about\s+|up\s+to\s+)?\d"
+    r"|\d+\s*(?:-\s*\d+\s*)?(?:servings?|portions?|raciones|porciones|personas|people|persons|portionen|personen|"
+    r"portioner|personnes|pancakes|muffins|cookies|bars|pieces|balls|bites|rolls|buns|slices)\b", re.I)
 _DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
 #: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
@@ -118,6 +124,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
     # distance how long a walk is.
     "size": lambda text: bool(_SIZE.search(text)),
+    "servings": lambda text: bool(_SERVINGS.search(text)),
     "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
                                         or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),

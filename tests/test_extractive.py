@@ -503,8 +503,15 @@ def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time
     for question in ("How hot should the oven be for the potatoes?", "¿A qué temperatura pongo la airfryer?",
                      "Wie heiß muss der Ofen sein?"):
         assert must_carry(question) == (("temperature", "temperature"),), question
-    for question in ("How many people can take part?", "Wie viele Portionen?"):
+    for question in ("How many people can take part?", "How many pancakes does it make?"):
         assert must_carry(question) == (("count", "number"),), question
+    # A recipe's yield, not any number on its page ("published 25 April 2021").
+    for question in ("How many servings does the chili make?", "how many people will the pie feed?",
+                     "Wie viele Portionen?", "¿Para cuántas personas es la receta?"):
+        assert must_carry(question) == (("servings", "number of servings"),), question
+    for text in ("Serves 4", "Yield: 16 servings", "Zutaten für 4 Personen", "makes 12 muffins", "2 servings"):
+        assert carries(text, "servings"), text
+    assert not carries("Hearty Chourico Chili, published 25 April 2021", "servings")
     # A length of time, and for "how many days…?" that rather than any number; "how hot, and for how
     # long?" must write the temperature, the length may follow.
     for question in ("How long does the loaf keep?", "¿Cuántos días aguanta en la nevera?",
