@@ -19,7 +19,8 @@ on Vercel", "traces in Jaeger", "the lantern festival in Taiwan") is refused wha
 passages' similarity: the rest of its words are the site's, which is what makes it a near miss.
 So is one that names something the site mentions only in passing, when the passages the answer
 would quote never do (`names_in_passing`: "deploy to Azure" on docs that name Azure only in their
-release notes).
+release notes). And so is a yes-or-no question for a thing with a word the site never uses
+(`unknown_wanted_thing`: "do you sell mugs or tote bags?" on a bakery that sells neither).
 docs/eval.md ("How a question is refused") has the fit and the numbers.
 """
 
@@ -209,3 +210,42 @@ def names_in_passing(question: str, document_counts: Mapping[str, int], lang: st
         return []
     said = set(content_terms(quoted)) | words_of(known)
     return [name for name in rare if not any(t in said for t in content_terms(name))]
+
+
+#: What a visitor asks the site to have, sell or offer: "do you sell mugs?", "¿tenéis zumo de
+#: naranja?", "habt ihr Hafermilch?", "can I buy a half loaf?". The thing runs to the first
+#: preposition, comma or question mark ("do you ship coffee to Ohio?" asks about coffee).
+_WANTED_THING = re.compile(
+    r"\b(?:do|does)\s+(?:you|u|ya|y'all|they)\s+(?:also\s+|still\s+|ever\s+)?(?:sell|have|offer|carry|stock|serve|"
+    r"take|accept|rent|hire)\s+(?P<en>[^?.!,;]+)"
+    r"|\b(?:can|could)\s+(?:i|we)\s+(?:buy|order|get|rent|book|hire)\s+(?P<buy>[^?.!,;]+)"
+    r"|\b(?:ten[eé]is|tienen|vend[eé]is|venden|ofrec[eé]is|ofrecen|acept[aá]is|aceptan)\s+(?P<es>[^?.!,;]+)"
+    r"|\b(?:habt\s+ihr|haben\s+sie|verkauft\s+ihr|verkaufen\s+sie|bietet\s+ihr|bieten\s+sie)\s+(?P<de>[^?.!,;]+)",
+    re.I)
+_THING_ENDS = re.compile(
+    r"\s(?:to|in|at|for|on|from|with|by|into|of|instead|without|before|after|during|"
+    r"a|al|en|de|del|para|por|con|sin|desde|zu|in|im|an|am|auf|für|mit|ohne|von|vom|nach|bei|beim)\s", re.I)
+_ASKS_WHAT = re.compile(r"\b(?:qu[eé]|cu[aá]l\w*|cu[aá]ndo|d[oó]nde|c[oó]mo|cu[aá]nt\w*|what|which|when|where|how|"
+                        r"wann|was|welche\w*|wo|wie)\b", re.I)
+#: Words that name no thing of their own ("any kind of discount", "algún tipo de descuento").
+_NO_THING = frozenset("""
+    kind kinds type types sort sorts tipo tipos clase clases art arten option options opción opciones something
+    anything algo nada etwas algun alguna alguno algunos algunas algún ningun ninguna ningún irgendein irgendeine
+    """.split())  # noqa: SIM905
+
+
+def unknown_wanted_thing(question: str, document_counts: Mapping[str, int], known: str = "") -> str:
+    """What a question asks the site to have, sell or offer, when a word of it is one the site
+    never uses (`document_counts` 0, not in `known`): "do you sell mugs or tote bags?" on a bakery
+    that sells neither, "¿tenéis zumo de naranja natural?" where no page says "zumo". "" otherwise."""
+    found = _WANTED_THING.search(question)
+    # Only a yes-or-no question asks for the thing: "¿qué horario tienen el fin de semana?" does not.
+    if not found or _ASKS_WHAT.search(re.split(r"[,;?¿¡!.]", question[:found.start()])[-1]):
+        return ""
+    thing = _THING_ENDS.split(f" {next(text for text in found.groups() if text)} ", maxsplit=1)[0].strip()
+    on_page = words_of(known)
+    if any(document_counts.get(t, 1) == 0 and t not in on_page and not t.isdigit() and t not in _NO_THING
+           for t in content_terms(thing)):
+        return thing
+    return ""
+

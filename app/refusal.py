@@ -20,6 +20,7 @@ from app.answerability import (
     names_in_passing,
     unknown_names,
     unknown_timed_subject,
+    unknown_wanted_thing,
     verdict_without_sentence,
 )
 from app.asks import asks_of, must_carry, only_a_price_answers_nothing
@@ -108,6 +109,9 @@ def verdict(evidence: Evidence, settings: AnswerSettings, lead_similarity: Calla
     elif settings.refuse_unknown_names and (
             subject := unknown_timed_subject(question, evidence.counts, known=evidence.known)):
         refused = "the site never mentions " + subject
+    elif settings.refuse_unknown_names and (
+            thing := unknown_wanted_thing(question, evidence.counts, known=evidence.known)):
+        refused = "the site never mentions " + thing
     elif too_few and not (addressed or lead_stands):
         refused = "no passage is similar enough"
     elif not selection.quotes:

@@ -855,3 +855,21 @@ def test_a_name_is_unknown_only_when_no_chunk_and_not_the_visitors_page_has_it()
     assert unknown_names(question, counts, "en", known="Deploying to Vercel takes one click.") == []
     assert unknown_names(question, {t: n for t, n in counts.items() if t != "vercel"}, "en") == []
     assert unknown_names(question, {**counts, "vercel": 2}, "en") == []
+
+
+def test_a_thing_asked_for_that_the_site_never_mentions_is_unknown():
+    """"Do you sell mugs?" on a bakery that sells none: the thing asked for, up to its first
+    preposition, has a word no chunk uses. Not where the place or a time is asked ("do you ship
+    coffee to Ohio?" asks about coffee), nor in a question that asks what or when."""
+    from app.answerability import unknown_wanted_thing
+
+    counts = {"sell": 3, "mugs": 0, "tote": 0, "bags": 2, "online": 9, "shop": 20, "coffee": 12, "ship": 4,
+              "ohio": 0, "zumo": 0, "naranja": 3, "natural": 2, "horario": 5, "fin": 0, "semana": 4,
+              "tipo": 0, "descuento": 0, "algún": 0}
+    assert unknown_wanted_thing("Do you sell Harbor & Pine mugs or tote bags in the online shop?", counts)
+    assert unknown_wanted_thing("¿Tenéis zumo de naranja natural?", counts) == "zumo"
+    assert unknown_wanted_thing("Do you ship coffee to Ohio?", counts) == ""
+    assert unknown_wanted_thing("¿Qué horario tienen el fin de semana?", counts) == ""
+    assert unknown_wanted_thing("¿Tenéis algún tipo de descuento?", counts) == ""
+    assert unknown_wanted_thing("¿Tenéis zumo?", counts, known="Zumo de naranja: $4") == ""
+    assert unknown_wanted_thing("Do you sell mugs?", {**counts, "mugs": 1}) == ""
