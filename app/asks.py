@@ -49,7 +49,13 @@ _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|w
 #: not (an ingredient list is full of numbers).
 _ASKS_DURATION = re.compile(
     r"\b(how long|how many (?:minutes|hours|days|weeks|months|years)|cu[aá]nto tiempo|cu[aá]nt[oa]s "
-    r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge)\b", re.I)
+    r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge"
+    r"|how\s+far\s+(?:in\s+advance|ahead)|cu[aá]nta\s+antelaci[oó]n|wie\s+(?:lange|weit)\s+(?:vorher|im\s+voraus))\b",
+    re.I)
+#: "What year was the building built?", "¿desde cuándo…?": a year, which another number is not.
+_ASKS_YEAR = re.compile(
+    r"\b(?:what|which|in\s+what|in\s+which)\s+year\b|\bsince\s+when\b|\ben\s+qu[eé]\s+a[nñ]o\b|\bdesde\s+cu[aá]ndo\b"
+    r"|\bin\s+welchem\s+jahr\b|\bseit\s+wann\b|\ben\s+quelle\s+ann[ée]e\b|\bdepuis\s+quand\b", re.I)
 #: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
 _ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
 #: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
@@ -322,7 +328,7 @@ _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "pri
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
                (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"),
                (_ASKS_DURATION, "length_of_time", "length of time"), (_ASKS_SIZE, "size", "size"),
-               (_ASKS_SERVINGS, "servings", "number of servings"))
+               (_ASKS_SERVINGS, "servings", "number of servings"), (_ASKS_YEAR, "year", "year"))
 
 
 @functools.lru_cache(maxsize=1024)

@@ -53,7 +53,8 @@ _DURATION_WORDS = re.compile(
     r"fünf|sechs|sieben|acht|zehn|einige|ein\s+paar|une?|deux|trois|quelques)\s+"
     r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?|minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|heures?|jours?|semaines?|mois|ans?)\b"
-    r"|\b(?:overnight|fortnight|toda\s+la\s+noche|über\s+nacht|tagelang)\b"
+    r"|\b(?:overnight|fortnight|toda\s+la\s+noche|über\s+nacht|tagelang|am\s+vortag|la\s+veille"
+    r"|the\s+(?:day|night|week)\s+before|el\s+d[ií]a\s+(?:antes|anterior))\b"
     r"|(?:\d|[½¼¾])[\s-]*(?:hours?|days?|weeks?|months?|minutes?|mins?|hrs?|h)\b"  # "36-hour", "1½ hours", "24h"
     r"|\d\s*(?:(?:business|working|calendar|full|whole)\s+(?:days|weeks|hours)|werktage?n?|arbeitstage?n?)\b"
     r"|\b(?:minutes|hours|days|weeks|seconds)\s*=\s*\d|_(?:MINUTES|HOURS|DAYS|SECONDS)\s*=\s*\d"
@@ -69,6 +70,7 @@ _SERVINGS = re.compile(
     r"portioner|personnes|für|para)\b\s*:?\s*(?:about\s+|up\s+to\s+)?\d"
     r"|\d+\s*(?:-\s*\d+\s*)?(?:servings?|portions?|raciones|porciones|personas|people|persons|portionen|personen|"
     r"portioner|personnes|pancakes|muffins|cookies|bars|pieces|balls|bites|rolls|buns|slices)\b", re.I)
+_YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 _DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
 #: terrace", "upstairs in the bookshop", "en la terraza", "in der Küche"), or upstairs / next door.
@@ -124,6 +126,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
     # distance how long a walk is.
     "size": lambda text: bool(_SIZE.search(text)),
+    "year": lambda text: bool(_YEAR.search(text)),
     "servings": lambda text: bool(_SERVINGS.search(text)),
     "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
                                         or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),

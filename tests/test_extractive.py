@@ -536,6 +536,14 @@ def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time
     for question in ("How much disk space does a full mirror need?", "Is there a size limit on the README, and how "
                      "many kilobytes is it?", "¿A partir de qué tamaño exacto pasa el archivo a disco?"):
         assert must_carry(question) == (("size", "size"),), question
+    for question in ("What year was your building built?", "¿Desde cuándo existe la librería?",
+                     "Seit wann gibt es das?"):
+        assert must_carry(question) == (("year", "year"),), question
+    assert carries("put up in 1903 as a sail loft", "year") and not carries("Open 7:30 to 17:00", "year")
+    for question in ("How far in advance do I need to order a cake?", "¿Con cuánta antelación hay que encargarla?"):
+        assert must_carry(question) == (("length_of_time", "length of time"),), question
+    assert carries("Order it the day before.", "length_of_time") and carries("Whole cakes need 72 hours' notice",
+                                                                           "length_of_time")
     for question in ("What size are your birthday cakes?", "Do you charge for delivery?"):
         assert must_carry(question) == (), question
     assert carries("up to 1 GB per file", "size") and carries("max_part_size=1024 * 1024", "size")
