@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.__main__ import build_parser, main
+from app.__main__ import main
+from app.cli_args import build_parser
 
 # Every command with the smallest valid arguments.
 COMMANDS = {
