@@ -72,6 +72,10 @@ SEMANTIC_UNITS = 0
 #: A unit of another source is added when it scores within this much of the lead (scores are
 #: the logits of UNIT_WEIGHTS) and says something the lead does not.
 FOLLOW_MARGIN = 0.5
+#: How far below a code block the best sentence of a how-do-I answer may score and still lead, when it
+#: uses more of the question's words (the code example then follows it). 1.5 to 9 answered the same
+#: calibration questions; 0.5 and 1.0 fewer (docs/eval.md, the twenty-second session).
+HOWTO_SENTENCE_MARGIN = 2.0
 #: A neighbour of the lead in its own passage, within this much.
 NEIGHBOUR_MARGIN = 1.0
 #: How much longer than its leading sentence a whole FAQ answer may be to be quoted instead: a short
@@ -368,6 +372,14 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      and units[answering].source == units[order[0]].source)
         if answering is not None and (same_page or score[order[0]] - score[answering] <= REQUIRED_MARGIN):
             lead_with(answering)
+    # A how-do-I answer leads with the sentence that says how ("Using @lru_cache lets you avoid reading
+    # the dotenv file again and again for each request") when it uses more of the question's words
+    # than the code block that outscored it on its length; the code example follows it (below).
+    if asks.howto and units[order[0]].kind == "code":
+        saying = next((i for i in order[1:] if units[i].kind in ("sentence", "faq")), None)
+        if (saying is not None and features[saying, 0] > features[order[0], 0]
+                and score[order[0]] - score[saying] <= HOWTO_SENTENCE_MARGIN):
+            lead_with(saying)
     # An FAQ answer is quoted whole: a sentence of it that leads gives way to the whole answer when
     # that is nearly as good ("We offer store credit worth 40%…" without "Yes, on Tuesdays…").
     if units[order[0]].kind == "sentence":

@@ -820,6 +820,25 @@ def test_a_how_question_in_any_phrasing_is_answered_with_the_example_that_uses_t
     assert len(code) == 1 and "background_tasks: BackgroundTasks" in code[0], quotes
 
 
+def test_a_how_do_i_answer_leads_with_the_sentence_that_says_how_and_the_code_follows():
+    """A long code block outscores a short sentence on its length; when the sentence uses more of
+    the question's words it leads, and the example follows it."""
+    fields = "".join(f'        "{name}": settings.{name},\n' for name in (
+        "app_name", "admin_email", "items_per_user", "database_url", "debug", "log_level", "timezone",
+        "cache_seconds", "max_upload", "region", "bucket"))
+    page = source(1, "Settings\n\n@app.get(\"/info\")\n"
+                     "async def info(settings: Annotated[Settings, Depends(get_settings)]):\n    return {\n"
+                     f"{fields}    }}\n\n"
+                     "Using @lru_cache lets you avoid reading the dotenv file again.\n\n"
+                     "@lru_cache\ndef get_settings():\n    return Settings()",
+                  title="Settings and Environment Variables")
+    question = "How do I stop the settings file being read again on every request?"
+    counts = {"stop": 5, "read": 3, "settings": 40, "file": 30, "every": 20, "request": 60}
+    selection = select(question, [page], term_weights(question, counts, 100))
+    assert selection.lead.startswith("Using @lru_cache"), selection.quotes
+    assert [q.kind for q in selection.quotes] == ["sentence", "code"], selection.quotes
+
+
 @pytest.mark.parametrize("question, lang, names", [
     ("How do I deploy the FastAPI app as serverless functions on Vercel?", "en", ["FastAPI", "Vercel"]),
     ("How do I deploy my FastAPI app on Vercel?", "en", ["Vercel"]),  # "my FastAPI app": the visitor's
