@@ -352,6 +352,18 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
 
 
 
+#: Whose version a question asks: "which pip version…?", "what version of twine…?", "¿qué versión de
+#: Python…?" — a number beside that name answers, not any number ("Metadata 1.2+").
+_VERSION_OF = re.compile(
+    r"\b(?:which|what)\s+(?P<a>[A-Za-z][\w.-]*)\s+(?:version|release)\b"
+    r"|\b(?:which|what)\s+(?:version|release)\s+of\s+(?P<b>[A-Za-z][\w.-]*)"
+    r"|\b(?:qu[eé]|cu[aá]l)\s+versi[oó]n\s+de\s+(?P<c>[A-Za-z][\w.-]*)|\bwelche[rnms]?\s+(?P<d>[A-Za-z][\w.-]*)-?version\b",
+    re.I)
+#: Words in a tool's place that name none ("which minimum version…?").
+_NOT_A_TOOL = frozenset({"the", "a", "an", "this", "that", "your", "my", "its", "minimum", "oldest", "newest",
+                         "latest", "new", "old"})
+
+
 #: When something is back or available again: "when it's coming back", "¿cuándo vuelve a estar
 #: disponible?" — a date, which the unit an answer leads with should write.
 _ASKS_BACK_WHEN = re.compile(
@@ -367,6 +379,10 @@ def lead_must_write(question: str) -> tuple[str, ...]:
     day already leads ("the pickup shelf from 9 am" would answer when the milk is delivered)."""
     required = tuple(carried for carried, _ in must_carry(question)
                      if carried in ("money", "temperature", "count", "number"))
+    if required == ("number",) and (found := _VERSION_OF.search(question)):
+        tool = next(name for name in found.groups() if name)
+        if tool.casefold() not in _NOT_A_TOOL:
+            return (f"version of {tool}",)
     return required or (("date",) if _ASKS_BACK_WHEN.search(question) else ())
 
 

@@ -112,6 +112,9 @@ def carries(text: str, what: str) -> bool:
     """Whether a unit's text carries `what` (a key of `_CARRIED`: a price, a time, an API name…).
     Looked for only when a question asks for it, and remembered: the same texts come back
     question after question."""
+    if what.startswith("version of "):  # "Pip 9.0", "pip >= 9", "Python 3.8 or newer"
+        tool = re.escape(what.removeprefix("version of "))
+        return re.search(rf"\b{tool}\b\W{{0,4}}(?:version\s+|v)?\d+(?:\.\d+)*", text, re.I) is not None
     return _CARRIED[what](text)
 
 

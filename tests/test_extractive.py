@@ -554,6 +554,13 @@ def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time
         assert must_carry(question) == (("number", "version number"),), question
     for question in ("Can I try the newest version of a CLI tool once?", "which version control system should I use?"):
         assert must_carry(question) == (), question
+    # A tool's version leads with that tool's number ("added in Pip 9.0"), not any number ("Metadata 1.2+").
+    from app.asks import lead_must_write
+    assert lead_must_write("Which pip version started respecting that field?") == ("version of pip",)
+    assert lead_must_write("¿Qué versión de Python necesito?") == ("version of Python",)
+    assert lead_must_write("Which version should I pin?") == ("number",)
+    assert carries("Support for the Metadata 1.2 specification has been added in Pip 9.0.", "version of pip")
+    assert not carries("Metadata 1.2+ installers, such as Pip, will adhere to it", "version of pip")
     assert carries("Bake at 200°C", "temperature") and carries("vorheizen auf 250 Grad", "temperature")
     assert not carries("Bake until golden", "temperature")
     assert carries("up to eight people", "count") and carries("ocho personas", "count") and carries("12", "count")
