@@ -72,9 +72,10 @@ SEMANTIC_UNITS = 0
 #: A unit of another source is added when it scores within this much of the lead (scores are
 #: the logits of UNIT_WEIGHTS) and says something the lead does not.
 FOLLOW_MARGIN = 0.5
-#: How far below a code block the best sentence of a how-do-I answer may score and still lead, when it
-#: uses more of the question's words (the code example then follows it). 1.5 to 9 answered the same
-#: calibration questions; 0.5 and 1.0 fewer (docs/eval.md, the twenty-second session).
+#: How far below a code block the best sentence of a how-do-I or what-to-install answer may score and
+#: still lead, when it uses more of the question's words (a how-do-I answer's code example then
+#: follows it). 1.5 to 9 answered the same calibration questions; 0.5 and 1.0 fewer (docs/eval.md,
+#: the twenty-second session).
 HOWTO_SENTENCE_MARGIN = 2.0
 #: A neighbour of the lead in its own passage, within this much.
 NEIGHBOUR_MARGIN = 1.0
@@ -374,8 +375,10 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             lead_with(answering)
     # A how-do-I answer leads with the sentence that says how ("Using @lru_cache lets you avoid reading
     # the dotenv file again and again for each request") when it uses more of the question's words
-    # than the code block that outscored it on its length; the code example follows it (below).
-    if asks.howto and units[order[0]].kind == "code":
+    # than the code block that outscored it on its length; the code example follows it (below). So
+    # does an answer to what to install or run ("To receive uploaded files, first install
+    # python-multipart.", not the upload form's HTML).
+    if (asks.howto or _COMMAND_Q.search(question)) and units[order[0]].kind == "code":
         saying = next((i for i in order[1:] if units[i].kind in ("sentence", "faq")), None)
         if (saying is not None and features[saying, 0] > features[order[0], 0]
                 and score[order[0]] - score[saying] <= HOWTO_SENTENCE_MARGIN):
