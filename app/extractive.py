@@ -239,6 +239,11 @@ UNIT_WEIGHTS = np.array([
 ])
 
 _COMMAND_Q = re.compile(r"\b(command|run|cli|terminal|shell|install|flag|option)\b", re.I)
+#: "Which library…?", "welche Bibliothek…?": a name, which a sentence says better than a listing.
+_WHICH_NAME_Q = re.compile(
+    r"\b(?:which|what)\s+(?:\w+\s+)?(?:library|libraries|package|packages|tool|tools|module|framework|server)\b"
+    r"|\bwelche[rnms]?\s+(?:\w+\s+)?(?:bibliothek|paket|werkzeug|tool|modul|server)\w*\b"
+    r"|\bqu[eé]\s+(?:\w+\s+)?(?:librer[ií]a|biblioteca|paquete|herramienta|m[oó]dulo|servidor)\b", re.I)
 _NUMBER_Q = re.compile(r"\b(how (?:much|many|long|old|big)|which year|what year|when|cu[aá]nt[oa]s?|wie viele?|wann)\b",
                        re.I)
 
@@ -377,8 +382,9 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
     # the dotenv file again and again for each request") when it uses more of the question's words
     # than the code block that outscored it on its length; the code example follows it (below). So
     # does an answer to what to install or run ("To receive uploaded files, first install
-    # python-multipart.", not the upload form's HTML).
-    if (asks.howto or _COMMAND_Q.search(question)) and units[order[0]].kind == "code":
+    # python-multipart.", not the upload form's HTML) or which library ("…pwdlib…").
+    if units[order[0]].kind == "code" and (
+            asks.howto or _COMMAND_Q.search(question) or _WHICH_NAME_Q.search(question)):
         saying = next((i for i in order[1:] if units[i].kind in ("sentence", "faq")), None)
         if (saying is not None and features[saying, 0] > features[order[0], 0]
                 and score[order[0]] - score[saying] <= HOWTO_SENTENCE_MARGIN):

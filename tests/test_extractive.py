@@ -844,7 +844,10 @@ def test_a_how_do_i_answer_leads_with_the_sentence_that_says_how_and_the_code_fo
     selection = select(question, [page], term_weights(question, counts, 100))
     assert selection.lead.startswith("Using @lru_cache"), selection.quotes
     assert [q.kind for q in selection.quotes] == ["sentence", "code"], selection.quotes
-    # So does what to install or run, though it asks no "how".
+    # So does which library or tool, and what to install or run, though they ask no "how".
+    question = "Which library keeps the settings file from being read again on every request?"
+    selection = select(question, [page], term_weights(question, {**counts, "library": 4}, 100))
+    assert selection.lead.startswith("Using @lru_cache"), selection.quotes
     question = "Is there anything I must install to stop the settings file being read on every request?"
     selection = select(question, [page], term_weights(question, counts, 100))
     assert selection.lead.startswith("Using @lru_cache"), selection.quotes
