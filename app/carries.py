@@ -48,13 +48,17 @@ _DURATION = re.compile(
 #: A length of time in words, or as code writes one ("a week", "overnight", "dos semanas",
 #: "timedelta(minutes=15)", "ACCESS_TOKEN_EXPIRE_MINUTES = 30"), beside the figures `_DURATION` reads.
 _DURATION_WORDS = re.compile(
-    r"\b(?:an?|half\s+an?|one|two|three|four|five|six|seven|eight|nine|ten|twelve|a\s+few|few|several|a\s+couple\s+of|"
-    r"un|una|unos|unas|dos|tres|cuatro|cinco|seis|siete|ocho|diez|ein|eine|einen|einem|einer|zwei|drei|vier|"
-    r"fünf|sechs|sieben|acht|zehn|einige|ein\s+paar|une?|deux|trois|quelques)\s+"
+    r"\b(?:an?|half\s+an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    r"forty|forty-five|fifty|sixty|ninety|a\s+few|few|several|a\s+couple\s+of|"
+    r"un|una|unos|unas|dos|tres|cuatro|cinco|seis|siete|ocho|diez|quince|veinte|treinta|media|"
+    r"ein|eine|einen|einem|einer|zwei|drei|vier|fünf|sechs|sieben|acht|zehn|fünfzehn|zwanzig|dreißig|halbe|"
+    r"einige|ein\s+paar|une?|deux|trois|quelques|demi)[\s-]+"
     r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?|minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
     r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|heures?|jours?|semaines?|mois|ans?)\b"
     r"|\b(?:overnight|fortnight|toda\s+la\s+noche|über\s+nacht|tagelang|am\s+vortag|la\s+veille"
-    r"|the\s+(?:day|night|week)\s+before|el\s+d[ií]a\s+(?:antes|anterior))\b"
+    r"|the\s+(?:day|night|week)\s+before|el\s+d[ií]a\s+(?:antes|anterior)|(?:the\s+)?(?:next|same)\s+day"
+    r"|al\s+d[ií]a\s+siguiente|am\s+n[äa]chsten\s+tag"
+    r"|indefinitely|forever|para\s+siempre)\b"
     r"|(?:\d|[½¼¾])[\s-]*(?:hours?|days?|weeks?|months?|minutes?|mins?|hrs?|h)\b"  # "36-hour", "1½ hours", "24h"
     r"|\d\s*(?:(?:business|working|calendar|full|whole)\s+(?:days|weeks|hours)|werktage?n?|arbeitstage?n?)\b"
     r"|\b(?:minutes|hours|days|weeks|seconds)\s*=\s*\d|_(?:MINUTES|HOURS|DAYS|SECONDS)\s*=\s*\d"

@@ -523,10 +523,12 @@ def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time
     for text in ("It keeps for 3 days.", "Keeps three days in a bread bag", "a 36-hour cold ferment", "1½ hours",
                  "freeze nicely for 3 to 4 months", "about an hour", "overnight", "2–3 business days",
                  "in 3 Werktagen", "durante cinco minutos", "Saturday, 9:00 am to 12:00 noon", "A 3 km walk",
-                 "ACCESS_TOKEN_EXPIRE_MINUTES = 30",
+                 "ACCESS_TOKEN_EXPIRE_MINUTES = 30", "for twenty minutes", "media hora", "eine halbe Stunde",
+                 "ready the next day",
                  "max_age - a maximum time in seconds to cache responses. Defaults to 600"):
         assert carries(text, "length_of_time"), text
-    for text in ("Bake until golden.", "A 900 g loaf", "Sourdough Basics Workshop, 12 December 2026", "$9.50"):
+    for text in ("Bake until golden.", "A 900 g loaf", "Sourdough Basics Workshop, 12 December 2026", "$9.50",
+                 "If you're not using it right away, wrap it well."):
         assert not carries(text, "length_of_time"), text
     # What a service charges, a deposit, the most characters allowed, a size limit: figures too.
     for question in ("What does BigQuery charge per terabyte past the free tier?",
