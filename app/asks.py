@@ -323,7 +323,8 @@ _ASKS_VERSION = re.compile(
     r"|\b(?:desde\s+)?qu[eé]\s+versi[oó]n\b|\bversi[oó]n\s+m[ií]nima\b|\b(?:ab\s+)?welche[rnms]?\s+version\b"
     r"|\bmindestversion\b|\bquelle\s+version\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
-#: a time of day, a price, a nutrition figure, a temperature, a count, a version.
+#: a time of day, a price, a nutrition figure, a temperature, a count, a version, a length of time,
+#: a size, a recipe's yield, a year.
 _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "price"),
                (_ASKS_NUTRITION, "nutrition", "nutrition figure"), (_ASKS_TEMPERATURE, "temperature", "temperature"),
                (_ASKS_HOW_MANY, "count", "number"), (_ASKS_VERSION, "number", "version number"),
@@ -338,9 +339,9 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     ("temperature", "temperature") for "how hot should the oven be?", ("count", "number") for "how
     many people can take part?", ("number", "version number") for "which pip version…?",
     ("length_of_time", "length of time") for "how long will it keep?", ("size", "size") for "how much
-    disk space…?". A quoted
-    unit that writes none is no answer: the best unit that writes one leads when it is nearly as
-    good (app/extractive.py), else the question is refused."""
+    disk space…?", ("servings", …) for "how many does it serve?", ("year", "year") for "what year…?".
+    A quoted unit that writes none is no answer: the best unit that writes one leads when it is
+    nearly as good (app/extractive.py), else the question is refused."""
     asked = tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
     if len(asked) > 1:
         # "How many calories…?" must write a nutrition figure, "how hot, and for how long?" the
@@ -349,7 +350,6 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
                  or tuple(pair for pair in asked if pair[0] == "size")
                  or tuple(pair for pair in asked if pair[0] == "length_of_time") or asked[:1])
     return asked
-
 
 
 #: Whose version a question asks: "which pip version…?", "what version of twine…?", "¿qué versión de

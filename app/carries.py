@@ -130,11 +130,11 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "clock": lambda text: carries(text, "time") or bool(_CLOCK.search(text)),
     "number": lambda text: bool(_HAS_NUMBER.search(text)),
     "duration": lambda text: bool(_DURATION.search(text)),
-    # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
-    # distance how long a walk is.
     "size": lambda text: bool(_SIZE.search(text)),
     "year": lambda text: bool(_YEAR.search(text)),
     "servings": lambda text: bool(_SERVINGS.search(text)),
+    # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
+    # distance how long a walk is.
     "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
                                         or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
