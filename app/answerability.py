@@ -213,12 +213,15 @@ def names_in_passing(question: str, document_counts: Mapping[str, int], lang: st
 
 
 #: What a visitor asks the site to have, sell or offer: "do you sell mugs?", "¿tenéis zumo de
-#: naranja?", "habt ihr Hafermilch?", "can I buy a half loaf?". The thing runs to the first
-#: preposition, comma or question mark ("do you ship coffee to Ohio?" asks about coffee).
+#: naranja?", "habt ihr Hafermilch?", "can I buy a half loaf?", "is there a student discount?". The
+#: thing runs to the first preposition, comma or question mark ("do you ship coffee to Ohio?" asks
+#: about coffee).
 _WANTED_THING = re.compile(
     r"\b(?:do|does)\s+(?:you|u|ya|y'all|they)\s+(?:also\s+|still\s+|ever\s+)?(?:sell|have|offer|carry|stock|serve|"
     r"take|accept|rent|hire)\s+(?P<en>[^?.!,;]+)"
     r"|\b(?:can|could)\s+(?:i|we)\s+(?:buy|order|get|rent|book|hire)\s+(?P<buy>[^?.!,;]+)"
+    r"|^\W*(?:is|are)\s+there\s+(?:any\s+|an?\s+)?(?P<there>[^?.!,;]+)|^\W*hay\s+(?P<hay>[^?.!,;]+)"
+    r"|^\W*gibt\s+es\s+(?P<gibt>[^?.!,;]+)"
     r"|\b(?:ten[eé]is|tienen|vend[eé]is|venden|ofrec[eé]is|ofrecen|acept[aá]is|aceptan)\s+(?P<es>[^?.!,;]+)"
     r"|\b(?:habt\s+ihr|haben\s+sie|verkauft\s+ihr|verkaufen\s+sie|bietet\s+ihr|bieten\s+sie)\s+(?P<de>[^?.!,;]+)",
     re.I)
@@ -227,10 +230,14 @@ _THING_ENDS = re.compile(
     r"a|al|en|de|del|para|por|con|sin|desde|zu|in|im|an|am|auf|für|mit|ohne|von|vom|nach|bei|beim)\s", re.I)
 _ASKS_WHAT = re.compile(r"\b(?:qu[eé]|cu[aá]l\w*|cu[aá]ndo|d[oó]nde|c[oó]mo|cu[aá]nt\w*|what|which|when|where|how|"
                         r"wann|was|welche\w*|wo|wie)\b", re.I)
-#: Words that name no thing of their own ("any kind of discount", "algún tipo de descuento").
+#: Words that name no thing of their own ("any kind of discount", "algún tipo de descuento", "is
+#: there somewhere to sit?", "is there a risk that…?").
 _NO_THING = frozenset("""
     kind kinds type types sort sorts tipo tipos clase clases art arten option options opción opciones something
     anything algo nada etwas algun alguna alguno algunos algunas algún ningun ninguna ningún irgendein irgendeine
+    somewhere anywhere someone anyone somebody anybody place way ways risk chance need reason difference problem
+    possibility alternative alternatives catch downside limit lugar sitio manera forma riesgo posibilidad
+    diferencia problema alternativa ort weg möglichkeit risiko unterschied problem alternative
     """.split())  # noqa: SIM905
 
 

@@ -916,3 +916,9 @@ def test_a_thing_asked_for_that_the_site_never_mentions_is_unknown():
     assert unknown_wanted_thing("¿Tenéis algún tipo de descuento?", counts) == ""
     assert unknown_wanted_thing("¿Tenéis zumo?", counts, known="Zumo de naranja: $4") == ""
     assert unknown_wanted_thing("Do you sell mugs?", {**counts, "mugs": 1}) == ""
+    # "Is there…?", "¿hay…?", "gibt es…?" ask for a thing too; "somewhere", "a risk" name none.
+    counts |= {"minimum": 0, "age": 3, "workshop": 4, "somewhere": 0, "park": 3, "risk": 0, "empfehlung": 0}
+    assert unknown_wanted_thing("is there a minimum age for the sourdough workshop?", counts) == "minimum age"
+    assert unknown_wanted_thing("Gibt es eine Empfehlung, stattdessen alpine zu verwenden?", counts)
+    assert unknown_wanted_thing("Is there somewhere to park nearby?", counts) == ""
+    assert unknown_wanted_thing("Is there a risk that the build breaks?", counts) == ""
