@@ -56,6 +56,15 @@ _ASKS_DURATION = re.compile(
 _ASKS_YEAR = re.compile(
     r"\b(?:what|which|in\s+what|in\s+which)\s+year\b|\bsince\s+when\b|\ben\s+qu[eé]\s+a[nñ]o\b|\bdesde\s+cu[aá]ndo\b"
     r"|\bin\s+welchem\s+jahr\b|\bseit\s+wann\b|\ben\s+quelle\s+ann[ée]e\b|\bdepuis\s+quand\b", re.I)
+#: "I have no mascarpone, what can I use?", "instead of the slow cooker", "¿puedo sustituir…?": a
+#: substitute, which a unit that says what to use instead answers.
+_ASKS_SUBSTITUTE = re.compile(
+    r"\b(?:instead\s+of|substitut\w*|replace\w*|swap\w*|in\s+place\s+of|alternative\s+to|en\s+lugar\s+de"
+    r"|en\s+vez\s+de|sustitu\w+|reemplaz\w+|statt|anstelle|ersetz\w+|au\s+lieu\s+de|remplac\w+)\b"
+    # "my store has no mascarpone - what can I use…?": something missing, and what to use.
+    r"|\b(?:(?:do\s*n[o']t|dont)\s+have|(?:has|have|got)\s+no|out\s+of|no\s+tengo|no\s+hay)\b"
+    r"(?=.*\b(?:what|which)\s+(?:else\s+)?(?:can|could|should|do)\s+(?:i|we)\s+use|qu[eé]\s+(?:puedo|uso)|was\s+kann\s+ich)",
+    re.I)
 #: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
 _ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
 #: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
@@ -202,6 +211,8 @@ class Asks(msgspec.Struct, frozen=True):
     howto: bool
     contact: bool
     location: bool = False
+    substitute: bool = False
+    """What to use instead of something: a unit that names a substitute answers."""
     place: bool = False
     """Where something is or comes from: any place written out answers. Not for where the place
     itself is (`location`), which its address answers."""
@@ -224,7 +235,8 @@ def asks_of(question: str) -> Asks:
                 duration=bool(_ASKS_DURATION.search(question)), temperature=bool(_ASKS_TEMPERATURE.search(question)),
                 howto=howto, contact=bool(_ASKS_CONTACT.search(question)),
                 location=bool(_asking_where(question)), own_contact=_contact_kind(question),
-                place=bool(_ASKS_PLACE.search(question)) and not _asking_where(question))
+                place=bool(_ASKS_PLACE.search(question)) and not _asking_where(question),
+                substitute=bool(_ASKS_SUBSTITUTE.search(question)))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -404,10 +416,14 @@ def only_a_price_answers_nothing(question: str) -> bool:
 #: 0.25 was too little to lead with "starts on our harbor terrace"; 1.0 led with places on pages
 #: that do not answer (docs/eval.md, the twenty-first session).
 PLACE_BONUS = 0.5
+#: A substitute named ("you can use cream cheese instead"), for "what can I use instead of…?": as
+#: much as a place. 0.25 gained less on the calibration sets, 1.0 lost answers there.
+SUBSTITUTE_BONUS = 0.5
 #: (what a question asks for, what a text must carry for it, the bonus a unit that carries it gets)
 _EVIDENCE = (("price", "money", 0.25), ("time", "time", 0.25), ("date", "date", 0.15), ("count", "number", 0.1),
              ("duration", "duration", 0.25), ("temperature", "temperature", 0.25), ("contact", "contact", 0.25),
-             ("location", "address", 1.0), ("place", "place", PLACE_BONUS))
+             ("location", "address", 1.0), ("place", "place", PLACE_BONUS),
+             ("substitute", "substitute", SUBSTITUTE_BONUS))
 #: Beside "contact": the place's own number for "what's your phone number?", its address for
 #: "what's your email?" — as much as an address for "where are you?".
 OWN_CONTACT_BONUS = 0.75

@@ -74,6 +74,12 @@ _SERVINGS = re.compile(
     r"portioner|personnes|für|para)\b\s*:?\s*(?:about\s+|up\s+to\s+)?\d"
     r"|\d+\s*(?:-\s*\d+\s*)?(?:servings?|portions?|raciones|porciones|personas|people|persons|portionen|personen|"
     r"portioner|personnes|pancakes|muffins|cookies|bars|pieces|balls|bites|rolls|buns|slices)\b", re.I)
+#: What to use instead: "you can use cream cheese instead", "substitute almond milk", "swap in…",
+#: "if you don't have mascarpone", "or use…", "en lugar de", "statt".
+_SUBSTITUTE = re.compile(
+    r"\b(?:instead|substitut\w*|replace\w*|swap\w*|in\s+place\s+of|alternative\w*|(?:do\s*n[o’']t|dont)\s+have"
+    r"|or\s+use|works?\s+(?:just\s+)?as\s+well|en\s+lugar\s+de|en\s+vez\s+de|sustitu\w+|reemplaz\w+|statt|anstelle"
+    r"|ersetz\w+|au\s+lieu\s+de|remplac\w+)\b", re.I)
 _YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 _DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
@@ -132,6 +138,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "duration": lambda text: bool(_DURATION.search(text)),
     "size": lambda text: bool(_SIZE.search(text)),
     "year": lambda text: bool(_YEAR.search(text)),
+    "substitute": lambda text: bool(_SUBSTITUTE.search(text)),
     "servings": lambda text: bool(_SERVINGS.search(text)),
     # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a
     # distance how long a walk is.

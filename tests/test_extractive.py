@@ -900,6 +900,24 @@ def test_a_name_is_unknown_only_when_no_chunk_and_not_the_visitors_page_has_it()
     assert unknown_names(question, {**counts, "vercel": 2}, "en") == []
 
 
+def test_what_to_use_instead_favours_the_unit_that_names_a_substitute():
+    """"No mascarpone — what can I use?" is answered by "if you don't have mascarpone cheese, you can
+    use cream cheese", not by the recipe's best-matching step about mascarpone."""
+    from app.asks import asks_of
+
+    assert asks_of("my store has no mascarpone - what can I use for the topping?").substitute
+    assert asks_of("Can I use soy milk instead of coconut milk?").substitute
+    assert not asks_of("our build box has no internet, how do i install from wheels?").substitute
+    page = source(1, "The fudgy base, the coffee-soaked cookie layer and the creamy mascarpone cream are a "
+                     "match made in dessert heaven.\n\n"
+                     "- 8 oz cold mascarpone cheese if you don't have mascarpone cheese, you can use cream cheese",
+                  title="Tiramisu Brownies")
+    question = "my store has no mascarpone, what can i use for the topping on the tiramisu brownies?"
+    counts = {"store": 3, "mascarpone": 2, "topping": 4, "tiramisu": 2, "brownies": 2}
+    selection = select(question, [page], term_weights(question, counts, 100))
+    assert "you can use cream cheese" in selection.lead, selection.quotes
+
+
 def test_a_thing_asked_for_that_the_site_never_mentions_is_unknown():
     """"Do you sell mugs?" on a bakery that sells none: the thing asked for, up to its first
     preposition, has a word no chunk uses. Not where the place or a time is asked ("do you ship
