@@ -212,16 +212,20 @@ def names_in_passing(question: str, document_counts: Mapping[str, int], lang: st
     return [name for name in rare if not any(t in said for t in content_terms(name))]
 
 
-#: What a visitor asks the site to have, sell or offer: "do you sell mugs?", "¿tenéis zumo de
-#: naranja?", "habt ihr Hafermilch?", "can I buy a half loaf?", "is there a student discount?". The
-#: thing runs to the first preposition, comma or question mark ("do you ship coffee to Ohio?" asks
-#: about coffee).
+#: What a visitor asks the site (or its software) to have, sell, offer or support: "do you sell
+#: mugs?", "¿tenéis zumo de naranja?", "habt ihr Hafermilch?", "can I buy a half loaf?", "is there a
+#: student discount?", "does fastapi come with an admin dashboard?". The thing runs to the first
+#: preposition, comma or question mark ("do you ship coffee to Ohio?" asks about coffee).
 _WANTED_THING = re.compile(
     r"\b(?:do|does)\s+(?:you|u|ya|y'all|they)\s+(?:also\s+|still\s+|ever\s+)?(?:sell|have|offer|carry|stock|serve|"
     r"take|accept|rent|hire)\s+(?P<en>[^?.!,;]+)"
     r"|\b(?:can|could)\s+(?:i|we)\s+(?:buy|order|get|rent|book|hire)\s+(?P<buy>[^?.!,;]+)"
     r"|^\W*(?:is|are)\s+there\s+(?:any\s+|an?\s+)?(?P<there>[^?.!,;]+)|^\W*hay\s+(?P<hay>[^?.!,;]+)"
     r"|^\W*gibt\s+es\s+(?P<gibt>[^?.!,;]+)"
+    # "does fastapi come with an admin dashboard?", "unterstützt fastapi sms-codes?"
+    r"|^\W*(?:does|do|can)\s+(?:[\w.-]+\s+){1,2}(?:support|come\s+with|include|ship\s+with|provide|offer)\s+(?P<does>[^?.!,;]+)"
+    r"|^\W*(?:unterstützt|unterstützen|bietet|enthält)\s+[\w.-]+\s+(?P<unter>[^?.!,;]+)"
+    r"|^\W*¿?(?:soporta|incluye|ofrece|trae)\s+[\w.-]+\s+(?P<soporta>[^?.!,;]+)"
     r"|\b(?:ten[eé]is|tienen|vend[eé]is|venden|ofrec[eé]is|ofrecen|acept[aá]is|aceptan)\s+(?P<es>[^?.!,;]+)"
     r"|\b(?:habt\s+ihr|haben\s+sie|verkauft\s+ihr|verkaufen\s+sie|bietet\s+ihr|bieten\s+sie)\s+(?P<de>[^?.!,;]+)",
     re.I)

@@ -940,3 +940,7 @@ def test_a_thing_asked_for_that_the_site_never_mentions_is_unknown():
     assert unknown_wanted_thing("Gibt es eine Empfehlung, stattdessen alpine zu verwenden?", counts)
     assert unknown_wanted_thing("Is there somewhere to park nearby?", counts) == ""
     assert unknown_wanted_thing("Is there a risk that the build breaks?", counts) == ""
+    # What a tool is asked to support ("does fastapi come with…?", "unterstützt fastapi…?").
+    counts |= {"fastapi": 900, "graphql": 12, "zwei": 5, "faktor": 0, "anmeldung": 3}
+    assert unknown_wanted_thing("Does FastAPI support GraphQL?", counts) == ""
+    assert unknown_wanted_thing("unterstützt fastapi eine zwei-faktor-anmeldung mit codes per sms?", counts)
