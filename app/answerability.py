@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import msgspec
 
@@ -141,6 +141,12 @@ def question_names(question: str, lang: str) -> list[str]:
     return names
 
 
+def _never_used(term: str, document_counts: Mapping[str, int], on_page: Collection[str]) -> bool:
+    """Whether no chunk has `term` and the words known besides the index do not either. A word not
+    counted (a long question's words beyond the ones looked up) is not unknown."""
+    return document_counts.get(term, 1) == 0 and term not in on_page
+
+
 def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, known: str = "") -> list[str]:
     """The names in `question` (`question_names`) that the site never uses: no chunk has any word
     of the name (`document_counts`, by the question's content words, stemmed like the index) and
@@ -153,8 +159,7 @@ def unknown_names(question: str, document_counts: Mapping[str, int], lang: str, 
     found = []
     for name in names:
         terms = content_terms(name)
-        # A word not counted (a long question's words beyond the ones looked up) is not unknown.
-        if terms and all(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
+        if terms and all(_never_used(t, document_counts, on_page) for t in terms):
             found.append(name)
     return found
 
@@ -189,7 +194,7 @@ def unknown_timed_subject(question: str, document_counts: Mapping[str, int], kno
     subject = next(text for text in found.groups() if text)
     on_page = words_of(known)
     terms = [t for t in content_terms(subject) if t not in _THE_PLACE and not t.isdigit()]
-    if any(document_counts.get(t, 1) == 0 and t not in on_page for t in terms):
+    if any(_never_used(t, document_counts, on_page) for t in terms):
         return subject.strip()
     return ""
 
@@ -255,7 +260,7 @@ def unknown_wanted_thing(question: str, document_counts: Mapping[str, int], know
         return ""
     thing = _THING_ENDS.split(f" {next(text for text in found.groups() if text)} ", maxsplit=1)[0].strip()
     on_page = words_of(known)
-    if any(document_counts.get(t, 1) == 0 and t not in on_page and not t.isdigit() and t not in _NO_THING
+    if any(_never_used(t, document_counts, on_page) and not t.isdigit() and t not in _NO_THING
            for t in content_terms(thing)):
         return thing
     return ""

@@ -12,7 +12,7 @@ import re
 
 import msgspec
 
-from app.carries import carries
+from app.carries import SUBSTITUTE_WORDS, TIME_UNITS, carries
 from app.visits import RELATIVE_DAY, visit_words
 from ingest.lang import primary_subtag
 
@@ -48,8 +48,8 @@ _ASKS_COUNT = re.compile(r"\b(how many|how long|how big|how old|cu[aá]nt[oa]s|w
 #: "How long does it bake?", "how long will it keep?": a length of time, which a number alone is
 #: not (an ingredient list is full of numbers).
 _ASKS_DURATION = re.compile(
-    r"\b(how long|how many (?:minutes|hours|days|weeks|months|years)|cu[aá]nto tiempo|cu[aá]nt[oa]s "
-    r"(?:minutos|horas|d[ií]as|semanas|meses|años)|wie lange|combien de temps|hur länge"
+    rf"\b(how long|how many {TIME_UNITS}|cu[aá]nto tiempo|cu[aá]nt[oa]s {TIME_UNITS}|wie lange|combien de temps"
+    r"|hur länge"
     r"|how\s+far\s+(?:in\s+advance|ahead)|cu[aá]nta\s+antelaci[oó]n|wie\s+(?:lange|weit)\s+(?:vorher|im\s+voraus))\b",
     re.I)
 #: "What year was the building built?", "¿desde cuándo…?": a year, which another number is not.
@@ -59,8 +59,7 @@ _ASKS_YEAR = re.compile(
 #: "I have no mascarpone, what can I use?", "instead of the slow cooker", "¿puedo sustituir…?": a
 #: substitute, which a unit that says what to use instead answers.
 _ASKS_SUBSTITUTE = re.compile(
-    r"\b(?:instead\s+of|substitut\w*|replace\w*|swap\w*|in\s+place\s+of|alternative\s+to|en\s+lugar\s+de"
-    r"|en\s+vez\s+de|sustitu\w+|reemplaz\w+|statt|anstelle|ersetz\w+|au\s+lieu\s+de|remplac\w+)\b"
+    rf"\b(?:instead\s+of|alternative\s+to|{SUBSTITUTE_WORDS})\b"
     # "my store has no mascarpone - what can I use…?": something missing, and what to use.
     r"|\b(?:(?:do\s*n[o']t|dont)\s+have|(?:has|have|got)\s+no|out\s+of|no\s+tengo|no\s+hay)\b"
     r"(?=.*\b(?:what|which)\s+(?:else\s+)?(?:can|could|should|do)\s+(?:i|we)\s+use|qu[eé]\s+(?:puedo|uso)|was\s+kann\s+ich)",
@@ -344,6 +343,10 @@ _MUST_CARRY = ((_ASKS_CLOCK, "clock", "time of day"), (_ASKS_COST, "money", "pri
                (_ASKS_SERVINGS, "servings", "number of servings"), (_ASKS_YEAR, "year", "year"))
 
 
+#: The kinds a question may ask beside another, the most particular first.
+_GENERAL_KINDS = ("size", "length_of_time", "count", "number")
+
+
 @functools.lru_cache(maxsize=1024)
 def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     """What `question` asks for that only a passage writing it answers: ("clock", "time of day")
@@ -357,10 +360,10 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
     asked = tuple((carried, name) for pattern, carried, name in _MUST_CARRY if pattern.search(question))
     if len(asked) > 1:
         # "How many calories…?" must write a nutrition figure, "how hot, and for how long?" the
-        # temperature (the rest may follow), "how many days…?" a length of time.
-        asked = (tuple(pair for pair in asked if pair[0] not in ("count", "number", "length_of_time", "size"))
-                 or tuple(pair for pair in asked if pair[0] == "size")
-                 or tuple(pair for pair in asked if pair[0] == "length_of_time") or asked[:1])
+        # temperature (the rest may follow); of the general kinds, the most particular: "how many
+        # days…?" a length of time, not any count.
+        specific = tuple(pair for pair in asked if pair[0] not in _GENERAL_KINDS)
+        return specific or (min(asked, key=lambda pair: _GENERAL_KINDS.index(pair[0])),)
     return asked
 
 

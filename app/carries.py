@@ -39,12 +39,14 @@ COMMAND_TEXT: re.Pattern[str] = re.compile(
 _CLOCK = re.compile(
     r"\b(?:noon|midday|midnight|o'?clock|mediod[ií]a|medianoche|mittags?|mitternacht|midi|minuit)\b"
     rf"|\b(?:at|a\s+las|um|à)\s+(?:\d{{1,2}}|{HOUR_WORDS}|{HOUR_WORDS_ES})\b", re.I)
+#: The units a length of time is counted in (en, es, de, fr, sv), for the patterns here and in
+#: app/asks.py.
+TIME_UNITS = (r"(?:min(?:ute)?s?|hrs?|hours?|days?|nights?|weeks?|months?|years?|secs?|seconds?|"
+              r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
+              r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
+              r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)")
 #: A length of time ("8 minutes", "3 to 4 months", "48 Stunden"), which a number alone is not.
-_DURATION = re.compile(
-    r"\d\s*(?:min(?:ute)?s?|hrs?|hours?|days?|weeks?|months?|years?|secs?|seconds?|"
-    r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
-    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
-    r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)\b", re.I)
+_DURATION = re.compile(rf"\d\s*{TIME_UNITS}\b", re.I)
 #: A length of time in words, or as code writes one ("a week", "overnight", "dos semanas",
 #: "timedelta(minutes=15)", "ACCESS_TOKEN_EXPIRE_MINUTES = 30"), beside the figures `_DURATION` reads.
 _DURATION_WORDS = re.compile(
@@ -53,13 +55,12 @@ _DURATION_WORDS = re.compile(
     r"un|una|unos|unas|dos|tres|cuatro|cinco|seis|siete|ocho|diez|quince|veinte|treinta|media|"
     r"ein|eine|einen|einem|einer|zwei|drei|vier|fünf|sechs|sieben|acht|zehn|fünfzehn|zwanzig|dreißig|halbe|"
     r"einige|ein\s+paar|une?|deux|trois|quelques|demi)[\s-]+"
-    r"(?:minutes?|hours?|days?|nights?|weeks?|months?|years?|minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
-    r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|heures?|jours?|semaines?|mois|ans?)\b"
+    rf"{TIME_UNITS}\b"
     r"|\b(?:overnight|fortnight|toda\s+la\s+noche|über\s+nacht|tagelang|am\s+vortag|la\s+veille"
     r"|the\s+(?:day|night|week)\s+before|el\s+d[ií]a\s+(?:antes|anterior)|(?:the\s+)?(?:next|same)\s+day"
     r"|al\s+d[ií]a\s+siguiente|am\s+n[äa]chsten\s+tag"
     r"|indefinitely|forever|para\s+siempre)\b"
-    r"|(?:\d|[½¼¾])[\s-]*(?:hours?|days?|weeks?|months?|minutes?|mins?|hrs?|h)\b"  # "36-hour", "1½ hours", "24h"
+    rf"|(?:\d|[½¼¾])[\s-]*(?:{TIME_UNITS}|h)\b"  # "36-hour", "1½ hours", "24h"
     r"|\d\s*(?:(?:business|working|calendar|full|whole)\s+(?:days|weeks|hours)|werktage?n?|arbeitstage?n?)\b"
     r"|\b(?:minutes|hours|days|weeks|seconds)\s*=\s*\d|_(?:MINUTES|HOURS|DAYS|SECONDS)\s*=\s*\d"
     # "max_age - Sets a maximum time in seconds for browsers to cache CORS responses. Defaults to 600."
@@ -76,10 +77,12 @@ _SERVINGS = re.compile(
     r"portioner|personnes|pancakes|muffins|cookies|bars|pieces|balls|bites|rolls|buns|slices)\b", re.I)
 #: What to use instead: "you can use cream cheese instead", "substitute almond milk", "swap in…",
 #: "if you don't have mascarpone", "or use…", "en lugar de", "statt".
+SUBSTITUTE_WORDS = (r"substitut\w*|replace\w*|swap\w*|in\s+place\s+of|en\s+lugar\s+de|en\s+vez\s+de|sustitu\w+"
+                    r"|reemplaz\w+|statt|anstelle|ersetz\w+|au\s+lieu\s+de|remplac\w+")
+"""Words that say one thing stands for another, in a question (app/asks.py) and in an answer."""
 _SUBSTITUTE = re.compile(
-    r"\b(?:instead|substitut\w*|replace\w*|swap\w*|in\s+place\s+of|alternative\w*|(?:do\s*n[o’']t|dont)\s+have"
-    r"|or\s+use|works?\s+(?:just\s+)?as\s+well|en\s+lugar\s+de|en\s+vez\s+de|sustitu\w+|reemplaz\w+|statt|anstelle"
-    r"|ersetz\w+|au\s+lieu\s+de|remplac\w+)\b", re.I)
+    rf"\b(?:instead|alternative\w*|(?:do\s*n[o’']t|dont)\s+have|or\s+use|works?\s+(?:just\s+)?as\s+well"
+    rf"|{SUBSTITUTE_WORDS})\b", re.I)
 _YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 _DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
