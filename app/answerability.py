@@ -234,9 +234,14 @@ _WANTED_THING = re.compile(
     r"|\b(?:ten[eé]is|tienen|vend[eé]is|venden|ofrec[eé]is|ofrecen|acept[aá]is|aceptan)\s+(?P<es>[^?.!,;]+)"
     r"|\b(?:habt\s+ihr|haben\s+sie|verkauft\s+ihr|verkaufen\s+sie|bietet\s+ihr|bieten\s+sie)\s+(?P<de>[^?.!,;]+)",
     re.I)
+#: Where the thing asked for ends: at a preposition, or at a word that says where or when rather than
+#: what ("is there parking nearby?" asks for parking, "¿hay pan sin gluten hoy?" for the bread).
 _THING_ENDS = re.compile(
     r"\s(?:to|in|at|for|on|from|with|by|into|of|instead|without|before|after|during|"
-    r"a|al|en|de|del|para|por|con|sin|desde|zu|in|im|an|am|auf|für|mit|ohne|von|vom|nach|bei|beim)\s", re.I)
+    r"a|al|en|de|del|para|por|con|sin|desde|zu|in|im|an|am|auf|für|mit|ohne|von|vom|nach|bei|beim|"
+    r"nearby|near|close|around|here|there|today|tonight|tomorrow|now|anymore|available|left|too|also|"
+    r"cerca|aqu[ií]|ah[ií]|hoy|ma[nñ]ana|ahora|todav[ií]a|tambi[eé]n|disponibles?|"
+    r"hier|dort|heute|morgen|jetzt|noch|auch|verfügbar|in\s+der\s+n[äa]he)\s", re.I)
 _ASKS_WHAT = re.compile(r"\b(?:qu[eé]|cu[aá]l\w*|cu[aá]ndo|d[oó]nde|c[oó]mo|cu[aá]nt\w*|what|which|when|where|how|"
                         r"wann|was|welche\w*|wo|wie)\b", re.I)
 #: Words that name no thing of their own ("any kind of discount", "algún tipo de descuento", "is

@@ -940,6 +940,11 @@ def test_a_thing_asked_for_that_the_site_never_mentions_is_unknown():
     assert unknown_wanted_thing("Gibt es eine Empfehlung, stattdessen alpine zu verwenden?", counts)
     assert unknown_wanted_thing("Is there somewhere to park nearby?", counts) == ""
     assert unknown_wanted_thing("Is there a risk that the build breaks?", counts) == ""
+    # A word that says where or when ends the thing: "is there parking nearby?" asks for parking.
+    counts |= {"parking": 2, "nearby": 0, "hoy": 0, "pan": 9}
+    assert unknown_wanted_thing("Is there parking nearby?", counts) == ""
+    assert unknown_wanted_thing("¿Hay pan hoy?", counts) == ""
+    assert unknown_wanted_thing("Is there a minimum age nearby?", counts) == "minimum age"
     # What a tool is asked to support ("does fastapi come with…?", "unterstützt fastapi…?").
     counts |= {"fastapi": 900, "graphql": 12, "zwei": 5, "faktor": 0, "anmeldung": 3}
     assert unknown_wanted_thing("Does FastAPI support GraphQL?", counts) == ""

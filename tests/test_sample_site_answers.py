@@ -84,6 +84,20 @@ def test_sample_site_answers_from_a_page_about_many_things(demo_served, question
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("question, answered, quoted", [
+    ("Is there parking nearby?", True, "Harbor Lot"), ("¿Hay aparcamiento cerca?", True, "Harbor Lot"),
+    ("Do you sell mugs or tote bags?", False, ""), ("Is there a bus stop nearby?", False, ""),
+])
+def test_sample_site_asked_for_a_thing(demo_served, question, answered, quoted):
+    """A thing the site never names is refused ("mugs", "bus stop"); a word that says where
+    ("nearby", "cerca") is not part of the thing asked for: "is there parking nearby?" had been
+    refused as "the site never mentions parking nearby"."""
+    base, tenant, site = demo_served
+    answer = answer_of(ask(base, tenant.widget_key, question, origin=site)[1])
+    assert answer["meta"]["answered"] is answered and quoted in answer["text"], answer["text"]
+
+
+@pytest.mark.slow
 def test_sample_site_names_who_does_the_baking(demo_served):
     base, tenant, site = demo_served
     answer = answer_of(ask(base, tenant.widget_key, "who actually does the baking there?", origin=site)[1])
