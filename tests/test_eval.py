@@ -159,6 +159,9 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
     names += ["where/demo.jsonl", "where/demo-calibration.jsonl", "hours/demo.jsonl"]
     names += [f"turns/{site}{part}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")
               for part in ("-calibration", "", "-calibration-standalone", "-standalone")]
+    names += [f"turns2/{site}{part}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")
+              for part in ("-calibration", "-calibration-standalone")]
+    names += [f"blind7/{site}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")]
     for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
@@ -172,6 +175,19 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
     bad.write_text('{"q": "no page", "kind": "answerable"}\n')
     with pytest.raises(InvalidInput, match="expect_url"):
         ev.load_golden(bad)
+
+
+def test_an_answer_contains_every_expected_string_and_one_of_the_alternatives():
+    from app.eval.golden import GoldenItem, contains_expected
+
+    both = GoldenItem(q="q", expect_url=["a/"], a_contains=["$5", "$45"])
+    assert contains_expected("Local delivery is $5, free over  $45.", both)
+    assert not contains_expected("Local delivery is $5.", both)
+    either = GoldenItem(q="q", expect_url=["a/"], a_contains_any=["Tuesdays", "martes"])
+    assert contains_expected("Enviamos los MARTES.", either) and contains_expected("We ship on Tuesdays.", either)
+    assert not contains_expected("We ship on Fridays.", either)
+    mixed = GoldenItem(q="q", expect_url=["a/"], a_contains=["pickup"], a_contains_any=["9:00", "9 am"])
+    assert contains_expected("Pickup from 9 am.", mixed) and not contains_expected("Pickup at noon.", mixed)
 
 
 # -- quality gates ----------------------------------------------------------------------------

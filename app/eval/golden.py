@@ -35,6 +35,9 @@ class GoldenItem(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Pages that answer the question (any one suffices); relative URLs resolve against the site."""
     a_contains: list[str] = msgspec.field(default_factory=list)
     """Strings the answer must all contain (case-insensitive)."""
+    a_contains_any: list[str] = msgspec.field(default_factory=list)
+    """Alternatives, one of which the answer must contain (case-insensitive), beside `a_contains`:
+    "martes" or "Tuesdays" where either language's page answers, "15:00" or "3:00 pm"."""
     lang: str = ""
     kind: Literal["answerable", "unanswerable"] = "answerable"
     category: Literal["", "answerable", "near_miss", "off_topic", "multi_turn"] = ""
@@ -129,9 +132,15 @@ def answer_precision(answer: str, cited_urls: Sequence[str], expected: set[str])
     return round(hits / total, 4) if total else None
 
 
-def _contains_all(answer: str, needles: Sequence[str]) -> bool:
+def contains_expected(answer: str, item: GoldenItem) -> bool:
+    """Whether `answer` contains every `a_contains` string and one of `a_contains_any` (case and
+    runs of white space aside)."""
     text = " ".join(answer.casefold().split())
-    return all(" ".join(n.casefold().split()) in text for n in needles)
+
+    def has(needle: str) -> bool:
+        return " ".join(needle.casefold().split()) in text
+
+    return all(map(has, item.a_contains)) and (not item.a_contains_any or any(map(has, item.a_contains_any)))
 
 
 def tenant_languages(tenant: Tenant) -> set[str]:
@@ -267,8 +276,8 @@ async def _golden_rows(ctx: Context, tenant: Tenant, items: Sequence[GoldenItem]
         answered, confidence, answer = found.answered, found.confidence, found.answer
         ttft = found.ttft_ms or found.latency_ms
         contains = precision = None
-        if item.kind == "answerable" and item.a_contains:
-            contains = answered and _contains_all(answer, item.a_contains)
+        if item.kind == "answerable" and (item.a_contains or item.a_contains_any):
+            contains = answered and contains_expected(answer, item)
         if item.kind == "answerable" and answered:
             precision = answer_precision(answer, [c.url for c in found.citations], expected)
         rows.append(GoldenRow(

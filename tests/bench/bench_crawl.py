@@ -50,11 +50,11 @@ def _probe_item():
 def _answered_correctly(found, site: str, item) -> bool:
     from urllib.parse import urljoin
 
-    from app.eval.golden import normalise_url
+    from app.eval.golden import contains_expected, normalise_url
 
     expected = {normalise_url(urljoin(site, u)) for u in item.expect_url}
     cited = {normalise_url(c.url) for c in found.citations}
-    return bool(found.answered and all(n in found.answer for n in item.a_contains) and cited & expected)
+    return bool(found.answered and contains_expected(found.answer, item) and cited & expected)
 
 
 def _cold_crawl(context, tenant, embedder, max_pages: int | None) -> tuple[object, float, dict]:
