@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import unquote, urljoin, urlsplit
 
 import msgspec
 
@@ -51,6 +51,17 @@ def html_files(root: Path) -> list[Path]:
     return files
 
 
+def _names_a_file(canonical: str, base: str, root: Path) -> bool:
+    """Whether a page's canonical URL is one of the folder's files published at `base`: a saved page
+    may name a path that is not there ("page_files/copy_002.html"), and its citations would lead
+    nowhere."""
+    if not canonical.startswith(base):
+        return False
+    rel = unquote(urlsplit(canonical).path[len(urlsplit(base).path):])
+    target = root / rel
+    return (bool(rel) and not rel.endswith("/") and target.is_file()) or (target / "index.html").is_file()
+
+
 def index_folder(
     tenant: Tenant,
     embedder: Embedder,
@@ -71,10 +82,8 @@ def index_folder(
         url = urljoin(base, rel)
         html = path.read_bytes()
         doc = extract(html, url)
-        if not doc.canonical_url.startswith(
-            base
-        ):  # a canonical off the base URL is not this copy's identity
-            doc.canonical_url = url
+        if not _names_a_file(doc.canonical_url, base, root):
+            doc.canonical_url = url  # a canonical off the base URL or to no file is not this copy's identity
         if doc.noindex:
             skipped += 1
         else:

@@ -552,3 +552,27 @@ def test_a_crawl_that_reaches_its_page_limit_says_so_in_the_cli_and_the_console(
 def test_a_crawl_within_its_page_limit_has_no_limit_to_report(crawled):
     *_, summary = crawled
     assert summary.page_limit == 0 and "max_pages" not in summary.skipped
+
+
+def test_a_folder_page_whose_canonical_names_no_file_keeps_its_own_url(ctx, tmp_path: Path):
+    """A saved page may name a canonical that is not in the folder ("page_files/copy_002.html"):
+    indexed under it, every citation of the page would lead nowhere. A canonical that names one of
+    the folder's files (a directory's index.html included) is still the page's identity."""
+    from ingest.folder import index_folder
+
+    root = tmp_path / "site"
+    (root / "guide").mkdir(parents=True)
+    page = ("<html><head><title>{title}</title><link rel='canonical' href='{canonical}'></head>"
+            "<body><main><h1>{title}</h1><p>{text}</p></main></body></html>")
+    (root / "saved.html").write_text(page.format(
+        title="Ramen bowl", canonical="saved_files/ramen-bowl_002.html",
+        text="Simmer the broth for twenty minutes, then add the escarole and the noodles."))
+    (root / "guide" / "index.html").write_text(page.format(
+        title="Packaging guide", canonical="http://127.0.0.1:8799/guide/",
+        text="Build a wheel with the build frontend, then upload it with twine."))
+    tenant, _ = ctx.create_tenant("folder", "http://127.0.0.1:8799/")
+    summary = index_folder(tenant, ctx.tenant_embedder(tenant), root, "http://127.0.0.1:8799/")
+    assert summary.indexed == 2
+    with tenant.reading() as conn:
+        urls = {url for url, state in tenant.store.pages.page_states(conn).items() if state.status == "active"}
+    assert urls == {"http://127.0.0.1:8799/saved.html", "http://127.0.0.1:8799/guide/"}
