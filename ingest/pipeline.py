@@ -103,6 +103,8 @@ class _Job:
         self.states: dict[str, PageState] = {}
         self.sitemap: dict[str, str | None] = {}
         self.reached: set[str] = set()
+        self.canonicals_there: dict[str, bool] = {}
+        """Canonical URLs other pages named, and whether each answered 2xx when asked (`_identity`)."""
         self.manifest_hints: set[str] = set()  # actions.json files pages point at (<link rel="actions">)
         self.junk = JunkDetector(enabled=False)  # made for the crawl once page states are read
         self.render: RenderStage | None = None
@@ -264,7 +266,7 @@ async def _take_page(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, 
     body, encoding = (page.html, page.encoding) if page is not None else (result.body, result.encoding)
     doc = page.doc if page is not None else await job.pages.extract(result.body, result.final_url,
                                                                      result.headers, result.encoding)
-    identity = _identity(doc.canonical_url, result.final_url, fetcher)
+    identity = await _identity(job, doc.canonical_url, result.final_url, fetcher)
     doc.canonical_url = identity
     if doc.actions_manifest:
         job.manifest_hints.add(doc.actions_manifest)
@@ -300,12 +302,25 @@ async def _take_page(job: _Job, fetcher: Fetcher, frontier: Frontier, url: str, 
         await job.remove(url, late.reason, junk=True)
 
 
-def _identity(canonical: str, fetched: str, fetcher: Fetcher) -> str:
-    """rel=canonical is the page's identity when it points at an allowed host; else the URL."""
+async def _identity(job: _Job, canonical: str, fetched: str, fetcher: Fetcher) -> str:
+    """rel=canonical is the page's identity when it points at an allowed host and that page is
+    there; else the URL. A canonical that names a missing page (a template's wrong path, a saved
+    copy's file name) would leave the page's citations leading nowhere: it is asked for once per
+    crawl (unless the crawl may not ask for it), and a page that does not answer 2xx is not the
+    identity."""
+    own = normalize_url(fetched) or fetched
     normalized = normalize_url(canonical) if canonical else None
-    if normalized and fetcher.policy.on_site(normalized):
-        return normalized
-    return normalize_url(fetched) or fetched
+    if (not normalized or normalized == own or fetcher.policy.allows(normalized) is not None
+            or fetcher.robots_reason(normalized) is not None):
+        return own  # off the site, or a page this crawl may not ask for: not known to be there
+    there = job.canonicals_there.get(normalized)
+    if there is None:
+        try:
+            there = 200 <= (await fetcher.get(normalized)).status < 300
+        except FetchError:
+            there = False  # unknown: the page stays reachable under its own URL
+        job.canonicals_there[normalized] = there
+    return normalized if there else own
 
 
 def _mark(job: _Job, url: str, headers: dict[str, str], lastmod: str | None) -> None:

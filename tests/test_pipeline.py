@@ -576,3 +576,29 @@ def test_a_folder_page_whose_canonical_names_no_file_keeps_its_own_url(ctx, tmp_
     with tenant.reading() as conn:
         urls = {url for url, state in tenant.store.pages.page_states(conn).items() if state.status == "active"}
     assert urls == {"http://127.0.0.1:8799/saved.html", "http://127.0.0.1:8799/guide/"}
+
+
+def test_a_crawled_page_whose_canonical_is_missing_keeps_its_own_url(ctx):
+    """A canonical that names a missing page (a template's wrong path) is asked for once; the page
+    that names it stays under its own URL, so its citations lead somewhere. A canonical that is
+    there is still the identity of the pages that name it."""
+    page = ("<html><head><title>{title}</title><link rel='canonical' href='{canonical}'></head><body><main>"
+            "<h1>{title}</h1><p>{text}</p>{links}</main></body></html>")
+    with serve_site() as site:
+        site.files["/"] = page.format(title="Home", canonical="/", text="Welcome to the harbour bakery.",
+                                      links="<a href='/saved.html'>a</a> <a href='/a.html'>b</a>").encode()
+        site.files["/saved.html"] = page.format(
+            title="Sourdough", canonical="/saved_files/copy_002.html", links="",
+            text="Our sourdough ferments for thirty-six hours before it is baked at dawn.").encode()
+        site.files["/a.html"] = page.format(title="Rye", canonical="/rye.html", links="",
+                                            text="The seeded rye is baked on Tuesdays and Fridays.").encode()
+        site.files["/rye.html"] = site.files["/a.html"]
+        tenant, _ = ctx.create_tenant("canon", site.url + "/", allow_private_network=True)
+        summary = run(tenant, ctx.tenant_embedder(tenant))
+        asked = len(site.hits("/saved_files/copy_002.html"))
+    with tenant.reading() as conn:
+        active = {url.removeprefix(site.url) for url, state in tenant.store.pages.page_states(conn).items()
+                  if state.status == "active"}
+    assert summary.failed == 0, summary
+    assert active == {"/", "/saved.html", "/rye.html"}, active
+    assert asked == 1
