@@ -36,6 +36,7 @@ from app.asks import (
     asks_yes_or_no,
     evidence_bonus,
     lead_must_write,
+    must_carry,
 )
 from app.carries import carries
 from app.howto import code_example, imports_nothing_asked, page_api_sentence
@@ -330,6 +331,22 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
     return features
 
 
+def _timed_on_lead_page(question: str, units: Sequence[Unit], sources: Sequence[Source], order: Sequence[int],
+                        weights: Mapping[str, float]) -> int | None:
+    """For a question that asks how long, when the lead writes no length of time: the best unit of the
+    lead's page that writes one and uses a word of the question besides the page's subject and the
+    asking words ("This soup should freeze nicely for 3 to 4 months" for "will it survive in the
+    freezer and for how long?"). Not the page's cooking times, nor "blend for five minutes" for "how
+    many days does the salmorejo keep in the fridge?" (a word of the title is not enough)."""
+    lead = units[order[0]]
+    if carries(lead.text, "length_of_time"):
+        return None
+    besides = stems(sources[lead.source].title) | _ask_stems(question) | _NOT_A_SUBJECT
+    own = {term for term in weights if term not in besides}
+    return next((i for i in order[1:] if units[i].source == lead.source
+                 and carries(units[i].text, "length_of_time") and own & stems(units[i].text)), None)
+
+
 def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
            qvec: np.ndarray | None = None, embed: Embed | None = None,
            passages: Mapping[int, Sequence[PagePassage]] | None = None,
@@ -378,6 +395,11 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      and units[answering].source == units[order[0]].source)
         if answering is not None and (same_page or score[order[0]] - score[answering] <= REQUIRED_MARGIN):
             lead_with(answering)
+    # "How long will the soup keep in the freezer?": the length of time on the lead's own page.
+    elif (any(kind == "length_of_time" for kind, _ in must_carry(question))
+          and (timed := _timed_on_lead_page(question, units, sources, order, weights)) is not None
+          and score[order[0]] - score[timed] <= REQUIRED_MARGIN):
+        lead_with(timed)
     # A how-do-I answer leads with the sentence that says how ("Using @lru_cache lets you avoid reading
     # the dotenv file again and again for each request") when it uses more of the question's words
     # than the code block that outscored it on its length; the code example follows it (below). So

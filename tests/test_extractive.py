@@ -622,6 +622,26 @@ def test_a_temperature_on_the_lead_s_page_answers_however_far_down_it_scores():
         {"freidora": 3, "aire": 5, "bizcocho": 4, "limón": 4})
 
 
+def test_how_long_is_answered_by_the_length_of_time_on_the_lead_s_page_about_what_was_asked():
+    """"Does it freeze OK, and for how long?" was refused as "no length of time": the sentence that
+    says it ("should freeze nicely for 3 to 4 months") scored below the page's opening. It leads when
+    it uses a word of the question besides the page's subject; a cooking time does not, and neither
+    does "blend for five minutes" for how long the salmorejo keeps in the fridge."""
+    soup = source(1, "Chicken tortilla soup is a great way to use up a lot of left over tortilla chips.\n\n"
+                     "Pressure cook the chicken tortilla soup on HIGH for 8 minutes.\n\n"
+                     "This soup should freeze nicely for 3 to 4 months.", title="Chicken Tortilla Soup")
+    question = "We have a lot of the chicken tortilla soup left over. Does it freeze OK, and for how long?"
+    counts = {"lot": 3, "chicken": 4, "tortilla": 3, "soup": 5, "left": 4, "freeze": 2, "long": 20}
+    assert select(question, [soup], term_weights(question, counts, 100)).lead == \
+        "This soup should freeze nicely for 3 to 4 months."
+    salmorejo = source(2, "El salmorejo cordobés se guarda en la nevera hasta servir.\n\n"
+                          "Tritura el salmorejo durante cinco minutos a velocidad máxima.",
+                       title="Salmorejo cordobés con Thermomix")
+    question = "¿Cuántos días aguanta el salmorejo en la nevera?"
+    counts = {"días": 9, "aguanta": 1, "salmorejo": 3, "nevera": 2}
+    assert "cinco minutos" not in select(question, [salmorejo], term_weights(question, counts, 100)).lead
+
+
 def test_when_something_is_back_is_answered_with_a_date():
     """"Any idea when the honey granola is coming back?" had been answered with the product's
     description ("Currently sold out"); the sentence that says when leads when nearly as good."""
