@@ -58,9 +58,23 @@ def chunk_uid(url: str, position: int, text: str) -> str:
     return hashlib.blake2b(f"{url}\n{position}\n{text}".encode(), digest_size=12).hexdigest()
 
 
+#: A word that ends with its own full stop and is followed by more of the same sentence: "für ca.
+#: 10 Minuten", "approx. 5 minutes", "e.g. Python", "z. B. Django", "Dr. Ellison". Not "etc.", which
+#: ends sentences as often as not.
+_ABBREVIATION = re.compile(
+    r"(?<![\w.])(?:ca|approx|appr|aprox|e\.g|i\.e|cf|vs|z\.\s?B|d\.\s?h|u\.\s?a|bzw|ggf|evtl|inkl|zzgl|vgl|"
+    r"p\.\s?ej|[a-zäöüß]|Nr|No|Núm|núm|Dr|Dra|Mr|Mrs|Ms|Prof|Sr|Sra|Jr|St|pp?|S|Abb|Bd|Fig|fig)\.$")
+
+
 def split_sentences(text: str) -> list[str]:
-    parts = [p.strip() for p in _SENTENCE_END.split(text)]
-    return [p for p in parts if p]
+    sentences, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        if "\n" not in end.group(0) and _ABBREVIATION.search(text, start, end.start()):
+            continue  # "für ca. 10 Minuten": the sentence goes on
+        sentences.append(text[start:end.start()].strip())
+        start = end.end()
+    sentences.append(text[start:].strip())
+    return [sentence for sentence in sentences if sentence]
 
 
 def _split_words(text: str, tokens: int, target: int) -> list[str]:

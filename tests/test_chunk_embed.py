@@ -67,6 +67,20 @@ def test_chunk_ids_are_stable_and_hashes_follow_content(minilm):
     assert {c.uid for c in third}.isdisjoint({c.uid for c in first})  # other page → other ids
 
 
+def test_a_sentence_goes_on_after_an_abbreviation():
+    """"für ca. 10 Minuten", "z. B. wenn…", "e.g. Django": the answer had quoted "10 Minuten in den
+    Ofen." and "B. wenn die virtuelle Maschine…" as sentences. A line break still ends one, and so
+    does "etc." before a capital."""
+    assert split_sentences("Stelle die Pfanne für ca. 10 Minuten in den Ofen. Dann servieren.") == [
+        "Stelle die Pfanne für ca. 10 Minuten in den Ofen.", "Dann servieren."]
+    assert split_sentences("Mehrere Prozesse (z. B. wenn die CPU vier Kerne hat) helfen. Gut.") == [
+        "Mehrere Prozesse (z. B. wenn die CPU vier Kerne hat) helfen.", "Gut."]
+    assert split_sentences("Use a framework, e.g. Django. Dr. Ellison bakes.") == [
+        "Use a framework, e.g. Django.", "Dr. Ellison bakes."]
+    assert split_sentences("Flour, sugar, etc. The rest is optional.") == ["Flour, sugar, etc.", "The rest is optional."]
+    assert split_sentences("Bake for approx.\nThen cool.") == ["Bake for approx.", "Then cool."]
+
+
 def test_overlap_carries_a_sentence_into_the_next_chunk(minilm):
     sentences = [f"Sentence number {i} talks about packaging topic {i}." for i in range(80)]
     doc = Document(url="u", canonical_url="u", sections=[Section(heading_path=("T",), text=" ".join(sentences))])
