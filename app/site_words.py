@@ -59,8 +59,9 @@ def in_site_words(question: str, carried: str, page: PageContext | None, lang: s
     hours_word, visiting = when_to_visit(question, lang)
     # "Where are you located?" is searched as the site writes an address.
     address, asking_where = where_the_place_is(question, lang)
-    # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free").
-    everyday, everyday_own = site_terms_for(question, lang)
+    # "My daughter is coeliac" is searched and weighed as sites write it ("gluten-free"); so is the
+    # subject a follow-up continues ("baking classes" → "workshop" for "how much is it?").
+    everyday, everyday_own = site_terms_for(query, lang)
     # "Who does the baking?" is searched and weighed as the page names the one who does ("baker").
     agents = agent_words(question)
     weighed = " ".join(part for part in (holidays.dates, period, today.day, everyday, agents) if part)

@@ -67,6 +67,12 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
     (r"all[- ]purpose\s+flour", {"en": "plain flour"}),
     (r"double\s+cream", {"en": "heavy cream"}),
     (r"heavy\s+cream", {"en": "double cream"}),
+    # A lesson in person: "do you run baking classes?" where the page lists a "Sourdough Basics
+    # Workshop". Not "class" alone, which documentation uses for code.
+    (r"(?:baking|bread|cooking|pastry|cake|pottery|kids['’]?|children['’]?s?)\s+(?:class|classes|lessons?|courses?)|"
+     r"clases?\s+de\s+(?:cocina|panader[ií]a|reposter[ií]a)|cursos?\s+de\s+(?:cocina|panader[ií]a|reposter[ií]a)|"
+     r"back(?:kurs|kurse|kursen)|koch(?:kurs|kurse|kursen)|cours\s+de\s+(?:cuisine|p[âa]tisserie|boulangerie)",
+     {"en": "workshop workshops", "es": "taller talleres", "de": "Workshop Kurs", "fr": "atelier ateliers"}),
     (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
      {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
 )

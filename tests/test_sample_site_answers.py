@@ -123,6 +123,33 @@ def test_sample_site_follow_ups_use_the_conversation(demo_served):
 
 
 @pytest.mark.slow
+def test_sample_site_follow_up_carries_the_everyday_words_of_its_subject(demo_served):
+    """"Do you run any baking classes?" is about the Sourdough Basics Workshop ("classes" as sites
+    write it); "how much is it?" after it is too, and was refused while only the first turn's own
+    words were read as the site writes them."""
+    import time
+
+    base, tenant, site = demo_served
+    first = answer_of(ask(base, tenant.widget_key, "do you guys run any baking classes?", origin=site)[1])
+    assert first["meta"]["answered"] is True and "Workshop" in first["text"], first["text"]
+    conversation = first["meta"]["conversation_id"]
+    for _ in range(50):  # the first turn is stored just after its stream closes
+        second = answer_of(ask(base, tenant.widget_key, "who teaches it?", origin=site,
+                               conversation_id=conversation)[1])
+        if "Mara Ellison" in second["text"]:
+            break
+        time.sleep(0.1)
+    assert "Mara Ellison" in second["text"], second["text"]
+    for _ in range(50):
+        follow = answer_of(ask(base, tenant.widget_key, "how much is it?", origin=site,
+                               conversation_id=conversation)[1])
+        if "$65" in follow["text"]:
+            break
+        time.sleep(0.1)
+    assert follow["meta"]["answered"] is True and "$65" in follow["text"], follow["text"]
+
+
+@pytest.mark.slow
 def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
     """The contact page's holiday hours say "On December 24 and December 31 we open from 8:00 am
     to 1:00 pm" and never "Christmas Eve": the question was refused as naming what the site never
