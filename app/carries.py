@@ -11,7 +11,7 @@ import functools
 import re
 from collections.abc import Callable
 
-from app.visits import HOUR_WORDS, HOUR_WORDS_ES
+from app.visits import HOUR_WORDS, HOUR_WORDS_ES, WEEKDAY_NAMES
 
 _HAS_NUMBER = re.compile(r"[\d$€£¥]")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.|h|uhr)\b|\b\d{1,2}:\d{2}\b", re.I)
@@ -83,6 +83,10 @@ SUBSTITUTE_WORDS = (r"substitut\w*|replace\w*|swap\w*|in\s+place\s+of|en\s+lugar
 _SUBSTITUTE = re.compile(
     rf"\b(?:instead|alternative\w*|(?:do\s*n[o’']t|dont)\s+have|or\s+use|works?\s+(?:just\s+)?as\s+well"
     rf"|{SUBSTITUTE_WORDS})\b", re.I)
+#: A day of the week, or every day: "Parcels go out on Tuesdays and Thursdays", "a diario".
+_WEEKDAY = re.compile(
+    rf"\b{WEEKDAY_NAMES}\b|\b(?:daily|every\s+day|todos\s+los\s+d[ií]as|a\s+diario|t[äa]glich|jeden\s+tag"
+    r"|tous\s+les\s+jours)\b", re.I)
 _YEAR = re.compile(r"\b(?:1[5-9]|20)\d{2}\b")
 _DISTANCE = re.compile(r"\d\s*(?:km|kilomet(?:er|re)s?|miles?|mi|metres?|meters?|m)\b", re.I)
 #: A place written out: a preposition with a name or a place noun ("from Gull Point", "on our harbor
@@ -141,6 +145,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     "duration": lambda text: bool(_DURATION.search(text)),
     "size": lambda text: bool(_SIZE.search(text)),
     "year": lambda text: bool(_YEAR.search(text)),
+    "weekday": lambda text: bool(_WEEKDAY.search(text)),
     "substitute": lambda text: bool(_SUBSTITUTE.search(text)),
     "servings": lambda text: bool(_SERVINGS.search(text)),
     # From one time to another ("9:00 am to 12:00 noon") is how long something lasts too, and a

@@ -64,12 +64,14 @@ def days_spanned(text: str) -> frozenset[str]:
     return frozenset(days)
 
 
+#: The days of the week written out, singular or plural (en, es, de, fr), for the patterns here and in
+#: app/carries.py.
+WEEKDAY_NAMES = (r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|lunes|martes|mi[eé]rcoles|jueves|viernes|"
+                 r"s[aá]bados?|domingos?|montags?|dienstags?|mittwochs?|donnerstags?|freitags?|samstags?|sonntags?|"
+                 r"lundis?|mardis?|mercredis?|jeudis?|vendredis?|samedis?|dimanches?)")
 #: A day of the week asked about, written out ("Thursday", "los sábados"), or the weekend.
 _ASKED_DAY = re.compile(
-    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|lunes|martes|mi[eé]rcoles|jueves|viernes|s[aá]bados?|"
-    r"domingos?|montags?|dienstags?|mittwochs?|donnerstags?|freitags?|samstags?|sonntags?|lundis?|mardis?|"
-    r"mercredis?|jeudis?|vendredis?|samedis?|dimanches?|week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b",
-    re.I)
+    rf"\b(?:{WEEKDAY_NAMES}|week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b", re.I)
 #: The weekend, which an hours table writes as its two days.
 _WEEKEND = re.compile(r"\b(?:week-?ends?|fin(?:es)?\s+de\s+semana|finde|wochenenden?)\b", re.I)
 _WORKING_WEEK = re.compile(

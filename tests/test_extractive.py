@@ -650,6 +650,12 @@ def test_when_something_is_back_is_answered_with_a_date():
     assert lead_must_write("any idea when the honey granola is coming back?") == ("date",)
     assert lead_must_write("how much is the loaf?") == ("money",)
     assert lead_must_write("what time do you open on Sundays?") == ()  # a row's day leads instead
+    assert lead_must_write("¿y qué días los mandáis?") == lead_must_write("which days do you ship?") == ("weekday",)
+    assert "martes" in lead_of_one_page(
+        "¿y qué días mandáis los envíos?",
+        "No hacemos envíos fuera de Estados Unidos; los envíos dentro del país cuestan $7.50.\n\n"
+        "Los paquetes de los envíos salen los martes y los jueves.",
+        {"días": 20, "mandáis": 0, "envíos": 3})
     assert "January 2027" in lead_of_one_page(
         "any idea when the honey granola is coming back?",
         "Honey granola with oats, baked with pine honey; the honey granola is sold out.\n\n"
