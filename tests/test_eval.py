@@ -246,6 +246,7 @@ def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.
 @pytest.mark.parametrize("golden, floors", [("pypug.jsonl", "pypug"), ("heldout/pypug.jsonl", "pypug_heldout"),
                                             ("shared-word/pypug-calibration.jsonl", "shared_word_pypug"),
                                             ("turns/pypug-calibration.jsonl", "turns_pypug"),
+                                            ("turns2/pypug-calibration.jsonl", "turns2_pypug"),
                                             ("nearmiss/pypug-calibration.jsonl", "nearmiss_pypug")])
 def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
     check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
@@ -264,6 +265,7 @@ def fastapi_ctx(tmp_path_factory):
 @pytest.mark.parametrize("golden, floors", [("fastapi.jsonl", "fastapi"), ("heldout/fastapi.jsonl", "fastapi_heldout"),
                                             ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi"),
                                             ("turns/fastapi-calibration.jsonl", "turns_fastapi"),
+                                            ("turns2/fastapi-calibration.jsonl", "turns2_fastapi"),
                                             ("nearmiss/fastapi-calibration.jsonl", "nearmiss_fastapi")])
 def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
@@ -364,6 +366,7 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
                                             ("visitor/demo-calibration.jsonl", "demo_visitor"),
                                             ("shared-word/demo-calibration.jsonl", "shared_word_demo"),
                                             ("turns/demo-calibration.jsonl", "turns_demo"),
+                                            ("turns2/demo-calibration.jsonl", "turns2_demo"),
                                             ("nearmiss/demo-calibration.jsonl", "nearmiss_demo")])
 def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
     """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
@@ -407,6 +410,7 @@ def test_recipe_site_conversations_stay_above_their_floors(recipes_ctx):
     """Three-turn conversations whose last turn leans on the earlier ones ("how long will it keep
     afterwards?" after the slow-cooker fondant), or changes subject."""
     check_golden(recipes_ctx, "recipes", "turns/recipes-calibration.jsonl", FLOORS["turns_recipes"])
+    check_golden(recipes_ctx, "recipes", "turns2/recipes-calibration.jsonl", FLOORS["turns2_recipes"])
 
 
 @pytest.mark.slow
