@@ -162,6 +162,7 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
     names += [f"turns2/{site}{part}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")
               for part in ("-calibration", "-calibration-standalone")]
     names += [f"blind7/{site}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")]
+    names += [f"everyday/{site}-calibration.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")]
     for name in names:
         items = ev.load_golden(EVAL / name)
         assert any(i.kind == "unanswerable" for i in items)
@@ -247,6 +248,7 @@ def check_golden(ctx: Context, tenant_id: str, golden: str, floors: dict) -> ev.
                                             ("shared-word/pypug-calibration.jsonl", "shared_word_pypug"),
                                             ("turns/pypug-calibration.jsonl", "turns_pypug"),
                                             ("turns2/pypug-calibration.jsonl", "turns2_pypug"),
+                                            ("everyday/pypug-calibration.jsonl", "everyday_pypug"),
                                             ("nearmiss/pypug-calibration.jsonl", "nearmiss_pypug")])
 def test_pypug_golden_sets_stay_above_their_floors(pypug_ctx, golden, floors):
     check_golden(pypug_ctx, "pypug", golden, FLOORS[floors])
@@ -266,6 +268,7 @@ def fastapi_ctx(tmp_path_factory):
                                             ("shared-word/fastapi-calibration.jsonl", "shared_word_fastapi"),
                                             ("turns/fastapi-calibration.jsonl", "turns_fastapi"),
                                             ("turns2/fastapi-calibration.jsonl", "turns2_fastapi"),
+                                            ("everyday/fastapi-calibration.jsonl", "everyday_fastapi"),
                                             ("nearmiss/fastapi-calibration.jsonl", "nearmiss_fastapi")])
 def test_fastapi_multilingual_golden_sets_stay_above_their_floors(fastapi_ctx, golden, floors):
     check_golden(fastapi_ctx, "fastapi", golden, FLOORS[floors])
@@ -367,6 +370,7 @@ def test_demo_site_questions_about_where_it_is_stay_above_their_floors(demo_ctx)
                                             ("shared-word/demo-calibration.jsonl", "shared_word_demo"),
                                             ("turns/demo-calibration.jsonl", "turns_demo"),
                                             ("turns2/demo-calibration.jsonl", "turns2_demo"),
+                                            ("everyday/demo-calibration.jsonl", "everyday_demo"),
                                             ("nearmiss/demo-calibration.jsonl", "nearmiss_demo")])
 def test_demo_site_hours_and_everyday_questions_stay_above_their_floors(demo_ctx, golden, floors):
     """A day's hours, a visit at a time of day ("can I swing by thursday around 4?"), holiday dates,
@@ -411,6 +415,13 @@ def test_recipe_site_conversations_stay_above_their_floors(recipes_ctx):
     afterwards?" after the slow-cooker fondant), or changes subject."""
     check_golden(recipes_ctx, "recipes", "turns/recipes-calibration.jsonl", FLOORS["turns_recipes"])
     check_golden(recipes_ctx, "recipes", "turns2/recipes-calibration.jsonl", FLOORS["turns2_recipes"])
+
+
+@pytest.mark.slow
+def test_recipe_site_questions_in_everyday_phrasing_stay_above_their_floors(recipes_ctx):
+    """"my husband is a wimp with spice lol, how hot is the sriracha mayo really": the page's fact
+    asked in a visitor's own words, with what surrounds it."""
+    check_golden(recipes_ctx, "recipes", "everyday/recipes-calibration.jsonl", FLOORS["everyday_recipes"])
 
 
 @pytest.mark.slow
