@@ -178,7 +178,9 @@ _ASKS_OPEN = re.compile(
 #: five days" to "do you deliver?". The term-coverage check does not count them either: "quiero
 #: saber cuánto tarda…" was refused as using words the site never uses. Left out: words whose
 #: first five letters begin a content word ("unter" → "Unternehmen", "hinter" → "Hintergrund",
-#: "entre" → "entrega", "combien" → "combine").
+#: "entre" → "entrega", "combien" → "combine"; "basically" → "basic auth", "actually" →
+#: "actualizar", "quick" → "quickstart", "pregunta" → "preguntas frecuentes"). With them, the words
+#: a visitor talks with ("ok", "hey", "kinda", "just curious", "oye", "jaja", "hallo").
 NOT_A_SUBJECT = frozenset("""
     also just still even ever else instead really maybe please like without within via per much many
     get gets got getting make makes making want wants need needs come comes go goes going use using take takes
@@ -193,6 +195,8 @@ NOT_A_SUBJECT = frozenset("""
     tenéis teneis tenemos tenés
     siempre donde quien cuanto cuanta cuantos cuantas cual cuales viel viele wieviel
     quel quelle quels quelles
+    ok okay hey hi hello hiya yeah yep nope thanks thank cheers lol btw pls plz um uh hmm kinda sorta
+    wondering curious oye hola bueno pues jaja jeje gracias porfa hallo danke bitte salut bonjour merci alors
     """.split())  # noqa: SIM905
 
 

@@ -197,6 +197,8 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     ("quiero saber cuánto tarda en llegar el paquete", "de tres a cinco días"),
     ("¿me podéis decir cuánto cuesta el envío?", "$7.50"),
     ("what's the least I can put on a voucher for a friend?", "$10"),  # the site writes "gift cards"
+    # "kinda", "just curious" are how a visitor talks, not what the question is about.
+    ("what kinda books do you have upstairs? just curious before I visit", "sea stories"),
 ])
 def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
     """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
