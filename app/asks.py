@@ -399,12 +399,13 @@ _ASKS_BACK_WHEN = re.compile(
 @functools.lru_cache(maxsize=1024)
 def lead_must_write(question: str) -> tuple[str, ...]:
     """What the unit an answer leads with should write (keys of app/carries.py): the price,
-    temperature, count or version number the question must be answered with (`must_carry`), a day
+    temperature, count, recipe yield or version number the question must be answered with
+    (`must_carry`; not a nutrition figure, which led near misses about calories), a day
     of the week for "which days…?", or the date something is back ("any idea when it's coming
     back?"). A time of day is left out: a row's day already leads ("the pickup shelf from 9 am"
     would answer when the milk is delivered)."""
     required = tuple(carried for carried, _ in must_carry(question)
-                     if carried in ("money", "temperature", "count", "number"))
+                     if carried in ("money", "temperature", "count", "number", "servings"))
     if required == ("number",) and (found := _VERSION_OF.search(question)):
         tool = next(name for name in found.groups() if name)
         if tool.casefold() not in _NOT_A_TOOL:

@@ -651,6 +651,12 @@ def test_when_something_is_back_is_answered_with_a_date():
     assert lead_must_write("how much is the loaf?") == ("money",)
     assert lead_must_write("what time do you open on Sundays?") == ()  # a row's day leads instead
     assert lead_must_write("¿y qué días los mandáis?") == lead_must_write("which days do you ship?") == ("weekday",)
+    assert lead_must_write("how many people does the easy banana cream pie feed?") == ("servings",)
+    assert "16 servings" in lead_of_one_page(
+        "how many people does the easy banana cream pie feed? having family over",
+        "Easy banana cream pie, a family favourite: pudding, bananas and cream in a cookie crust.\n\n"
+        "Yield: 16 servings of easy banana cream pie (2 pies).",
+        {"people": 2, "easy": 4, "banana": 3, "cream": 3, "pie": 3, "family": 2})
     assert "martes" in lead_of_one_page(
         "¿y qué días mandáis los envíos?",
         "No hacemos envíos fuera de Estados Unidos; los envíos dentro del país cuestan $7.50.\n\n"
