@@ -71,9 +71,12 @@ _ASKS_SUBSTITUTE = re.compile(
 #: "Where does the walk start?", "¿dónde se recoge?": a place, any place (not only the site's own).
 _ASKS_PLACE = re.compile(r"\b(where(?:abouts)?|d[oó]nde|ad[oó]nde|wo(?:her|hin)?|o[uù])\b", re.I)
 #: "What temperature?", "how hot should the oven be?": degrees, which a number alone is not.
+#: Not "how hot" beside a spice ("how hot is the sriracha mayo really?"), which asks how spicy it
+#: is; a chili or a sauce is left alone ("how hot should the oven be for the chili?").
 _ASKS_TEMPERATURE = re.compile(
-    r"\b(temperatures?|how hot|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|"
-    r"quelle température|hur varm|grader)\b", re.I)
+    r"\b(temperatures?|how hot(?!.*\b(?:spic\w*|sriracha|jalape\w*|wasabi|horseradish|gochujang|harissa|kimchi|"
+    r"salsas?|hot\s+sauces?)\b)|degrees|temperatura|grados|wie hei(?:ß|ss)|temperatur|grad|quelle température|"
+    r"hur varm|grader)\b", re.I)
 _ASKS_CONTACT = re.compile(
     r"\b(phone|telephone|call|number|e-?mail|contact|reach|tel[eé]fono|llamar|correo|telefon\w*|anrufen)\b", re.I)
 #: Where the place itself is: "where are you located?", "what's your address?", "wo finde ich

@@ -309,6 +309,17 @@ def test_how_long_asks_for_a_length_of_time_not_any_number():
         "Keep the muffins in a tin for 5 days.")
 
 
+def test_how_hot_a_sauce_is_asks_for_its_heat_not_degrees():
+    """"How hot is the sriracha mayo really?" asks how spicy it is ("5 out of 10"); it was refused
+    as giving no temperature."""
+    from app.asks import must_carry
+
+    assert must_carry("my husband is a wimp with spice lol, how hot is the sriracha mayo really") == ()
+    assert must_carry("how hot is the salsa verde?") == ()
+    assert must_carry("How hot should the oven be for the muffins?") == (("temperature", "temperature"),)
+    assert must_carry("how hot should the oven be for the chili?") == (("temperature", "temperature"),)
+
+
 def test_a_temperature_question_asks_for_degrees_not_any_number():
     # Both name the oven and the muffins; only the second says how hot.
     baking = source(7, "Bake the muffins in the oven for 20 minutes.\n\nHave the oven for the muffins at 400°F.",
