@@ -320,6 +320,15 @@ def test_term_coverage_counts_the_words_the_site_uses(small_tenants):
     assert term_coverage(conn, "").share == 1.0 and term_coverage(conn, '"*"()').terms == []
 
 
+def test_what_a_contraction_leaves_is_no_word_but_a_negation_is():
+    """"How old is the building you're in?": "re" had counted as a word the site never uses."""
+    from store.search import content_terms
+
+    assert content_terms("how old is the building you're in? we've heard it's ancient") == [
+        "old", "building", "heard", "ancient"]
+    assert "doesn" in content_terms("so that it doesn't pop up a terminal")
+
+
 def test_words_not_counted_leave_the_coverage_share():
     counts = {"quiero": 0, "cuánto": 0, "tarda": 0, "llegar": 4, "paquete": 6}
     counted = coverage_from_counts("quiero saber cuánto tarda en llegar el paquete", counts, 1)
