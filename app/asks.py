@@ -183,7 +183,9 @@ _ASKS_OPEN = re.compile(
 #: first five letters begin a content word ("unter" → "Unternehmen", "hinter" → "Hintergrund",
 #: "entre" → "entrega", "combien" → "combine"; "basically" → "basic auth", "actually" →
 #: "actualizar", "quick" → "quickstart", "pregunta" → "preguntas frecuentes"). With them, the words
-#: a visitor talks with ("ok", "hey", "kinda", "just curious", "oye", "jaja", "hallo").
+#: a visitor talks with ("ok", "hey", "kinda", "just curious", "oye", "jaja", "hallo"), and the
+#: Spanish and German forms of opening and closing ("abren", "cierran", "öffnet"), which ask when
+#: as "open" and "close" do.
 NOT_A_SUBJECT = frozenset("""
     also just still even ever else instead really maybe please like without within via per much many
     get gets got getting make makes making want wants need needs come comes go goes going use using take takes
@@ -200,6 +202,7 @@ NOT_A_SUBJECT = frozenset("""
     quel quelle quels quelles
     ok okay hey hi hello hiya yeah yep nope thanks thank cheers lol btw pls plz um uh hmm kinda sorta
     wondering curious oye hola bueno pues jaja jeje gracias porfa hallo danke bitte salut bonjour merci alors
+    abren abrís abris abrimos cierran cierra cerráis cerrais cerramos öffnet öffnen schließt schliesst schließen
     """.split())  # noqa: SIM905
 
 

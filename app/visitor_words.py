@@ -73,6 +73,10 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
      r"clases?\s+de\s+(?:cocina|panader[ií]a|reposter[ií]a)|cursos?\s+de\s+(?:cocina|panader[ií]a|reposter[ií]a)|"
      r"back(?:kurs|kurse|kursen)|koch(?:kurs|kurse|kursen)|cours\s+de\s+(?:cuisine|p[âa]tisserie|boulangerie)",
      {"en": "workshop workshops", "es": "taller talleres", "de": "Workshop Kurs", "fr": "atelier ateliers"}),
+    # Eating it, where the page names the meal: "¿hasta qué hora se puede desayunar?" ("Los desayunos
+    # se sirven hasta las 11:30").
+    (r"desayun(?:ar|amos|áis|ais|an|o|os)|frühstücken|d[ée]jeuner",
+     {"en": "breakfast", "es": "desayuno desayunos", "de": "Frühstück", "fr": "petit-déjeuner"}),
     (r"pup|pups|puppy|puppies|pooch|doggy|doggie|perrit[oa]s?|perr[oa]s?|mascotas?|hund|hunde|haustier\w*|chiens?",
      {"en": "dogs pets", "es": "perros mascotas", "de": "Hunde Haustiere", "fr": "chiens animaux"}),
 )

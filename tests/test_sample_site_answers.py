@@ -199,6 +199,7 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     ("what's the least I can put on a voucher for a friend?", "$10"),  # the site writes "gift cards"
     # "kinda", "just curious" are how a visitor talks, not what the question is about.
     ("what kinda books do you have upstairs? just curious before I visit", "sea stories"),
+    ("hasta q hora se puede desayunar?? siempre llego tarde jaja", "11:30"),  # the site writes "desayunos"
 ])
 def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
     """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
