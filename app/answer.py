@@ -60,8 +60,8 @@ from ingest.embed import Embedder
 from ingest.embed_stage import pending_embedder
 from store.conversations import CitationRow, Turn
 from store.curated import CuratedMatch
-from store.search import TermCoverage, content_terms, coverage_from_counts, coverage_threshold
 from store.tenants import Connection, Tenant
+from store.words import TermCoverage, content_terms, coverage_from_counts, coverage_threshold
 
 log = logging.getLogger(__name__)
 

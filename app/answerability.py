@@ -32,7 +32,7 @@ from collections.abc import Collection, Mapping
 
 import msgspec
 
-from store.search import content_terms, words_of
+from store.words import content_terms, words_of
 
 #: Logistic weights fitted on the calibration sets' questions that pass the coverage check (185:
 #: 144 answerable, 41 not); the default threshold 0.45 (store/config.py) refuses 2.8% of all the

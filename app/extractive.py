@@ -46,7 +46,7 @@ from app.terminal import typed_commands
 from app.units import LIST_MARK, Unit, is_prose_sentence, units_of
 from app.visits import days_spanned
 from store.pages import PagePassage
-from store.search import content_terms
+from store.words import content_terms
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 
 from app.asks import ASK_WORD
-from store.search import content_terms
+from store.words import content_terms
 
 #: Earlier questions carried into a follow-up (the latest first): two covers a follow-up of a follow-up.
 CARRIED_TURNS = 2

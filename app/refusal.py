@@ -29,7 +29,7 @@ from app.extractive import Selection
 from app.prompt import Source
 from app.sources import quoted_passages
 from store.config import AnswerSettings
-from store.search import TermCoverage, coverage_threshold
+from store.words import TermCoverage, coverage_threshold
 
 LEAD_STANDS_FOR_PASSAGE = 0.45
 """The lead sentence's similarity to the question at which it stands for a passage that is not

@@ -22,7 +22,7 @@ from app.prompt import Source
 from app.visitor_day import VisitorDay, visitor_day
 from app.visitor_words import agent_words, site_terms_for, visitor_place
 from app.visits import days_spanned, period_days, when_to_visit
-from store.search import words_of
+from store.words import words_of
 
 
 class SiteWords(NamedTuple):

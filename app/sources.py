@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from app.prompt import Source
-from store.search import Hit, content_terms
+from store.search import Hit
+from store.words import content_terms
 
 _CITE = re.compile(r"\[(\d{1,2})\]")
 

@@ -3,8 +3,9 @@ tenant lives on without naming it: `tenant.store.pages.write_page(conn, …)` is
 function for a tenant file and its PostgreSQL twin (store/pg/) for a tenant schema, called with the
 connection that tenant's `reading()` / `write()` handed out.
 
-Structs, errors and pure helpers (`Filters`, `Hit`, `content_terms`, `vector_bytes`…) are the same
-on both backends and are imported from the SQLite modules directly."""
+Structs, errors and pure helpers (`Filters`, `Hit`, `vector_bytes`…) are the same on both backends
+and are imported from the SQLite modules directly; the word helpers (`content_terms`…) from
+store/words.py."""
 
 from __future__ import annotations
 

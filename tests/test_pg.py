@@ -41,8 +41,9 @@ from store.pg.transfer import (
     export_postgres,
     import_postgres,
 )
-from store.search import Filters, SearchResult, TermCoverage
+from store.search import Filters, SearchResult
 from store.tenants import TenantRegistry
+from store.words import TermCoverage
 from tests.conftest import PYPUG, PYPUG_ORIGIN, fresh_context
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from app.extractive import Quote, Selection
 from app.prompt import Source
 from app.refusal import LEAD_STANDS_FOR_PASSAGE, Evidence, verdict
 from store.config import AnswerSettings
-from store.search import TermCoverage
+from store.words import TermCoverage
 
 ABOUT = Source(n=1, title="About", url="https://shop.example/about.html",
                text="The step-free entrance is the side door on Net Loft Lane.")

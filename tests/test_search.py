@@ -16,17 +16,14 @@ from store.search import (
     Filters,
     bm25_candidates,
     compact_text_index,
-    coverage_from_counts,
-    coverage_threshold,
     document_counts,
-    fts_query,
-    fts_terms,
     fuse,
     is_repeated,
     search,
     term_coverage,
     text_index_segments,
 )
+from store.words import coverage_from_counts, coverage_threshold, fts_query, fts_terms
 from tests.conftest import PYPUG_ORIGIN
 
 # Questions typed the way visitors type them, each with the pypug page(s) that answer it.
@@ -322,7 +319,7 @@ def test_term_coverage_counts_the_words_the_site_uses(small_tenants):
 
 def test_what_a_contraction_leaves_is_no_word_but_a_negation_is():
     """"How old is the building you're in?": "re" had counted as a word the site never uses."""
-    from store.search import content_terms
+    from store.words import content_terms
 
     assert content_terms("how old is the building you're in? we've heard it's ancient") == [
         "old", "building", "heard", "ancient"]

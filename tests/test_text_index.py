@@ -14,7 +14,8 @@ from app.warm import Warmer
 from ingest.document import Document, Section
 from ingest.indexer import PageIndexer
 from store import text_index
-from store.search import DEFAULT_FUSION, FusionParams, bm25_candidates, fts_terms
+from store.search import DEFAULT_FUSION, FusionParams, bm25_candidates
+from store.words import fts_terms
 from tests.test_search import PYPUG_QUESTIONS, cake_shop
 
 DEFAULT_WEIGHTS = (DEFAULT_FUSION.title_weight, DEFAULT_FUSION.heading_weight, 1.0)

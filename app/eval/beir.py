@@ -36,7 +36,6 @@ from store.page_content import chunk_pages
 from store.pages import PageWrite, vector_bytes, write_page
 from store.search import (
     DEFAULT_FUSION,
-    MAX_QUERY_CHARS,
     FusionParams,
     Mode,
     bm25_candidates,
@@ -45,6 +44,7 @@ from store.search import (
     search,
 )
 from store.tenants import TenantFile, TenantRegistry
+from store.words import MAX_QUERY_CHARS
 
 Progress = Callable[[int, int, str], None]
 

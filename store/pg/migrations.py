@@ -357,7 +357,7 @@ def m002_everything_else(conn: PgConnection, dim: int) -> None:
 #: ASCII punctuation (every character from ! to / , : to @ , [ to ` and { to ~). FTS5's unicode61
 #: tokenizer ends a word at each; PostgreSQL's parser reads `setup.py` and `pyproject.toml` as
 #: one host token, `3.7` as one number, `/usr/lib` as a file, and `command-line` as three words,
-#: so a visitor's "setup py" (store/search.py `fts_terms`) found none of them.
+#: so a visitor's "setup py" (store/words.py `fts_terms`) found none of them.
 WORD_BREAKS = r"[!-/:-@\[-`{-~]+"
 
 

@@ -39,7 +39,6 @@ from store.pg.textsearch import query_words
 from store.pg.vectors import query_to_pg
 from store.search import (
     DEFAULT_FUSION,
-    MAX_QUERY_CHARS,
     MODES,
     PENDING_CANDIDATES,
     EmbedPending,
@@ -48,14 +47,17 @@ from store.search import (
     Hit,
     Mode,
     SearchResult,
-    TermCoverage,
     Trace,
+    fuse,
+    side_weights,
+)
+from store.words import (
+    MAX_QUERY_CHARS,
+    TermCoverage,
     boilerplate_words,
     content_terms,
     coverage_from_counts,
     coverage_threshold,
-    fuse,
-    side_weights,
 )
 
 #: The lexical side ranks COARSE x candidates by their words' IDF alone, then those by BM25. 2

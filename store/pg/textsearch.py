@@ -4,7 +4,7 @@ FTS5 has only the English Porter stemmer for every language."""
 
 from __future__ import annotations
 
-from store.search import fts_terms
+from store.words import fts_terms
 
 #: ISO 639-1 code → configuration built into PostgreSQL (`\\dF` lists them).
 CONFIGS: dict[str, str] = {

@@ -245,9 +245,9 @@ def bench_compaction(quick: bool) -> list[dict]:
         bm25_candidates,
         compact_text_index,
         document_counts,
-        fts_terms,
         text_index_segments,
     )
+    from store.words import fts_terms
 
     embedder, base, vocabulary = _synthetic_inputs()
     rows = []
