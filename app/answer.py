@@ -282,14 +282,15 @@ class Answerer:
         counts = {**counts, **{day: 1 for day in spanned if not counts.get(day)}}
         coverage = coverage_from_counts(words.covered, counts, coverage_threshold(stats.chunks), also_known=known,
                                         not_counted=NOT_A_SUBJECT)
-        strong = STRONG_CONFIDENCE_NATIVE if lang in embedder.native_languages else STRONG_CONFIDENCE
+        native = lang in embedder.native_languages
+        strong = STRONG_CONFIDENCE_NATIVE if native else STRONG_CONFIDENCE
         # The answer itself: the sentences, rows, facts and code that answer this question.
         weights = term_weights(f"{question} {words.weighed}".rstrip(), counts, stats.chunks, carried=carried)
         selection = select(question, sources, weights, qvec=vector, embed=embedder.embed, passages=passages,
                            page_url=page_url)
         # Answer or refuse (app/refusal.py), the lead sentence embedded only where it can tell.
         decided = verdict(
-            Evidence(question=question, lang=lang, confidence=confidence, strong=strong,
+            Evidence(question=question, lang=lang, confidence=confidence, strong=strong, native=native,
                      similar_passages=len(surviving), coverage=coverage, counts=counts, chunks=stats.chunks,
                      known=known, asking_where=words.asking_where, sources=sources, selection=selection),
             settings, functools.cache(lambda: float(embedder.embed([selection.lead])[0] @ vector)),

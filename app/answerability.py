@@ -171,7 +171,8 @@ _TIMED_SUBJECT = re.compile(
     r"\s+(?:open|opens|close|closes|shut|lock|leave|depart|start|begin|finish|end|run|arrive|stop|serve|be)\b"
     r"|\bwhat\s+time\s+is\s+(?P<is>[^?.!,;]+?)(?=\s+(?:on|in|at|this|today|tomorrow|tonight)\b|[?.!,;]|$)"
     r"|\b(?:opening\s+hours|hours|horario|öffnungszeiten|horaires)\s+(?:of|for|de|del|von|der|des|du)\s+(?P<of>[^?.!,;]+)"
-    r"|\ba\s+qu[eé]\s+hora\s+(?:abren?|cierran?|salen?|empiezan?|terminan?|llegan?|pasan?)\s+(?P<es>[^?.!,;]+)"
+    r"|\ba\s+qu[eé]\s+hora\s+(?:(?:abren?|cierran?|salen?|empiezan?|terminan?|llegan?|pasan?)(?:\s+[yoe]\s+|\s*/\s*)?)+"
+    r"\s*(?P<es>[^?.!,;]+)"
     r"|\bwann\s+(?:öffnet|schließt|schliesst|fährt|kommt|beginnt)\s+(?P<de>[^?.!,;]+)", re.I)
 #: Who or what a question's hours are of when it is the place itself, which the site need not
 #: name: "what time do you close?", "when does the café open?", "¿a qué hora abre la tienda?".

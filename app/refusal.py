@@ -37,6 +37,17 @@ similar enough (a page about many things). On the calibration sets the answerabl
 gate refused scored 0.46–0.56 and the unanswerable ones under 0.34, but for one off-topic question
 about a film a recipe blog names in passing (0.62)."""
 
+WEAK_MATCH = 0.5
+"""The confidence below which a question half of whose words the site never uses is refused (the
+term-coverage rule refuses under half at any confidence short of a strong match). An off-topic
+question that shares a word or two with the site ("how do I get pine sap off my car's paintwork?"
+on a bakery with a car park and a pine-honey granola; "what causes spring tides and neap tides?" on
+one that sells a tide guide) finds a passage that uses them, but not one close to it. Only in the
+embedder's own languages: "Wie lange müssen Moms selbstgemachte Erdbeer-Preserves köcheln?" is far
+from the English recipe that answers it. On the calibration sets: 7 more of 232 unanswerable
+questions refused, 1 of 697 answerable ("my son is allergic to sesame, which of your breads should
+he avoid", at 0.41 with "allergic" and "avoid" unknown; docs/eval.md, the twenty-fourth session)."""
+
 
 class Evidence(msgspec.Struct, kw_only=True, frozen=True):
     """What the verdict reads, gathered by the answerer."""
@@ -47,6 +58,10 @@ class Evidence(msgspec.Struct, kw_only=True, frozen=True):
     """The best passage's similarity on the embedder's calibrated 0..1 scale."""
     strong: float
     """The confidence above which the term-coverage check does not apply (a strong semantic match)."""
+    native: bool
+    """Whether the question is in a language the embedder was trained on, where its similarities
+    say how close two texts are (MiniLM rates any two Spanish texts alike, and a German question
+    far from the English page that answers it)."""
     similar_passages: int
     """How many passages reach the tenant's `min_confidence`."""
     coverage: TermCoverage
@@ -99,6 +114,9 @@ def verdict(evidence: Evidence, settings: AnswerSettings, lead_similarity: Calla
     if (settings.min_term_coverage > 0 and evidence.confidence < evidence.strong
             and evidence.coverage.share < settings.min_term_coverage):
         refused = "the site does not use most of the question's words"
+    elif (settings.min_term_coverage > 0 and evidence.native and evidence.confidence < WEAK_MATCH
+          and evidence.coverage.share <= settings.min_term_coverage):
+        refused = "the site uses only half of the question's words, and no passage is close to it"
     elif settings.refuse_unknown_names and (
             names := unknown_names(question, evidence.counts, evidence.lang, known=evidence.known)):
         refused = "the site never mentions " + ", ".join(names)

@@ -30,6 +30,10 @@ _CONCEPTS: tuple[tuple[str, dict[str, str]], ...] = (
      r"carritos?|cochecitos?|rollstuhl|rollstühle|kinderwagen|rollator|fauteuils?\s+roulants?|poussettes?",
      {"en": "step-free accessible lift ramp", "es": "sin escalones accesible ascensor rampa",
       "de": "barrierefrei stufenlos Aufzug Rampe", "fr": "accessible ascenseur rampe"}),
+    # "Allergic to sesame" where the page lists each bread's allergens.
+    (r"allerg(?:ic|y|ies)|al[ée]rgic[oa]s?|alergias?|allergisch|allergien?|allergiques?|allergies?",
+     {"en": "allergens allergen", "es": "alérgenos alérgeno", "de": "Allergene Allergen",
+      "fr": "allergènes allergène"}),
     # Not "driving": "driving up from Boston, where are you?" asks the address.
     (r"cars?|coche|coches|aparcar|parken|voiture|garer",
      {"en": "parking car park", "es": "aparcamiento aparcar", "de": "Parkplatz parken", "fr": "parking stationnement"}),

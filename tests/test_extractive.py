@@ -452,6 +452,11 @@ def test_hours_of_something_the_site_never_mentions_are_not_the_site_s():
     assert unknown_timed_subject("What time does the Harbor Lot on Wharf Road lock up?", counts) == ""
     assert unknown_timed_subject("What time does the post office close?", counts, known="the post office") == ""
     assert unknown_timed_subject("Where is the post office?", counts) == ""
+    # Two verbs of one ask: the place's own hours ("abren y cierran" had made "y cierran los
+    # domingos" the subject, a thing the site never mentions).
+    days = {"domingos": 2, "cierran": 0, "banco": 0}
+    assert unknown_timed_subject("¿a qué hora abren y cierran los domingos?", days) == ""
+    assert unknown_timed_subject("¿A qué hora abren y cierran el banco?", days) == "el banco"
 
 
 def test_a_day_inside_an_hours_range_is_answered_by_its_row():

@@ -14,7 +14,7 @@ from selectolax.lexbor import LexborHTMLParser
 from ingest.facts import extract_facts, extract_structured, facts_from_jsonld
 from ingest.facts.read import MAX_DATA_BYTES, parse_json_ld_block
 from ingest.facts.render import MAX_FACT_CHARS
-from ingest.facts.wording import human_date, human_duration, money, opening_hours_text
+from ingest.facts.wording import amount, human_date, human_duration, money, opening_hours_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 JSONLD = FIXTURES / "jsonld"
@@ -278,8 +278,19 @@ def test_recipe_fact_matches_recipe_scrapers_expectation(name):
     (recipe,) = [f for f in facts if f.type == "Recipe"]
     assert recipe.text.startswith(expected["title"])
     for ingredient in expected["ingredients"]:
-        assert ingredient in recipe.text
+        assert amount(ingredient) in recipe.text
     assert "Steps: 1. " in recipe.text
+
+
+def test_ingredient_amounts_read_as_a_cook_writes_them():
+    """The Guardian's Recipe data says "3.0tbsp gochujang"; a visitor reads "3 tbsp gochujang"."""
+    facts, _ = facts_of(RECIPES / "theguardian.com__theguardian_1.html")
+    (recipe,) = [f for f in facts if f.type == "Recipe"]
+    assert "3 tbsp gochujang; 2 tsp rice vinegar" in recipe.text and "3.0tbsp" not in recipe.text
+    assert "0.25 tsp fine salt" in recipe.text and "1 large leek (200 g)" in recipe.text
+    assert amount("1.5tbsp black garlic paste") == "1.5 tbsp black garlic paste"
+    assert amount("2 cups flour, sifted") == "2 cups flour, sifted"
+    assert amount("version 2.0.1") == "version 2.0.1"
 
 
 def test_breadcrumbs_come_from_the_breadcrumb_list():

@@ -4,9 +4,11 @@ sample site is in tests/test_sample_site_answers.py."""
 
 from __future__ import annotations
 
+import msgspec
+
 from app.extractive import Quote, Selection
 from app.prompt import Source
-from app.refusal import LEAD_STANDS_FOR_PASSAGE, Evidence, verdict
+from app.refusal import LEAD_STANDS_FOR_PASSAGE, WEAK_MATCH, Evidence, verdict
 from store.config import AnswerSettings
 from store.words import TermCoverage
 
@@ -14,9 +16,10 @@ ABOUT = Source(n=1, title="About", url="https://shop.example/about.html",
                text="The step-free entrance is the side door on Net Loft Lane.")
 
 
-def evidence(question: str, quotes: list[Quote], *, similar_passages: int = 1, confidence: float = 0.6) -> Evidence:
+def evidence(question: str, quotes: list[Quote], *, similar_passages: int = 1, confidence: float = 0.6,
+             native: bool = True) -> Evidence:
     lead = quotes[0].text if quotes else ""
-    return Evidence(question=question, lang="en", confidence=confidence, strong=0.85,
+    return Evidence(question=question, lang="en", confidence=confidence, strong=0.85, native=native,
                     similar_passages=similar_passages, coverage=TermCoverage(terms=[], unknown=[], share=1.0),
                     counts={}, chunks=100, known="", asking_where="", sources=[ABOUT],
                     selection=Selection(quotes=quotes, lead=lead, lead_features={"lexical": 0.8}))
@@ -59,3 +62,27 @@ def test_a_price_alone_does_not_answer_how_and_the_term_coverage_check_comes_fir
                           "coverage": TermCoverage(terms=["chai", "home"], unknown=["chai", "home"], share=0.0)})
     assert verdict(unknown, AnswerSettings(), never, calibrated).refused == \
         "the site does not use most of the question's words"
+
+
+def test_half_the_words_unknown_refuses_only_a_question_no_passage_is_close_to():
+    lead = [Quote(source=0, text="We have no car park of our own; the Harbor Lot is a two-minute walk away.",
+                  kind="sentence", score=5.0)]
+    question = "how do I get pine sap off my car's paintwork?"
+    half = TermCoverage(terms=["pine", "sap", "car", "paintwork"], unknown=["sap", "paintwork"], share=0.5)
+    somewhat = lambda: 0.35  # noqa: E731 — the lead sentence, as far from the question as measured
+
+    def asked(confidence: float, native: bool = True, settings: AnswerSettings | None = None) -> str:
+        found = msgspec.structs.replace(evidence(question, lead, confidence=confidence, native=native), coverage=half)
+        return verdict(found, settings or AnswerSettings(), somewhat, calibrated).refused
+
+    weak = "the site uses only half of the question's words, and no passage is close to it"
+    assert asked(WEAK_MATCH - 0.1) == weak
+    assert asked(WEAK_MATCH + 0.1) != weak  # a close passage: the answerability model decides
+    # Outside the embedder's languages a low similarity may only mean another language.
+    assert asked(WEAK_MATCH - 0.1, native=False) != weak
+    # More than half the words known: not this rule's to refuse.
+    found = msgspec.structs.replace(evidence(question, lead, confidence=WEAK_MATCH - 0.1), coverage=TermCoverage(
+        terms=["pine", "sap", "car", "paintwork"], unknown=["paintwork"], share=0.75))
+    assert verdict(found, AnswerSettings(), somewhat, calibrated).refused != weak
+    # A tenant that turned the coverage check off turns this one off with it.
+    assert asked(WEAK_MATCH - 0.1, settings=AnswerSettings(min_term_coverage=0)) != weak

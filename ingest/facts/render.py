@@ -13,6 +13,7 @@ from typing import Any
 from ingest.document import Fact
 from ingest.facts.read import MAX_DESCRIPTION_CHARS, Graph, item_types, normalise_data
 from ingest.facts.wording import (
+    amount,
     as_list,
     availability,
     clip,
@@ -327,7 +328,7 @@ def render_recipe(item: dict, graph: Graph, types: list[str]) -> str:
             parts.append(f"{label}: {value}")
     parts.append(_rating(item, graph))
     ingredients = [
-        graph.name(i) for i in as_list(item.get("recipeIngredient") or item.get("ingredients"))
+        amount(graph.name(i)) for i in as_list(item.get("recipeIngredient") or item.get("ingredients"))
     ]
     if ingredients := [i for i in ingredients if i]:
         parts.append("Ingredients: " + "; ".join(ingredients))

@@ -159,6 +159,19 @@ def human_duration(value: Any) -> str:
 _CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "INR": "₹", "KRW": "₩"}
 
 
+#: A whole number written with a decimal point ("3.0", "225.00"), not part of a longer number.
+_TRAILING_ZEROS = re.compile(r"(?<![\d.,])(\d+)\.0+(?![\d.,])")
+#: A unit glued to its amount ("3tbsp", "225g", "0.25tsp").
+_GLUED_UNIT = re.compile(
+    r"(?<![\w.,])(\d+(?:[.,]\d+)?)(?=(?:tbsp|tbs|tsp|g|kg|mg|ml|cl|dl|l|oz|lbs?|cups?|pts?|qt)\b)", re.I)
+
+
+def amount(text: str) -> str:
+    """An ingredient as a cook writes it: "3.0tbsp gochujang" → "3 tbsp gochujang", "0.25tsp fine
+    salt" → "0.25 tsp fine salt" (recipe plugins export the numbers they store)."""
+    return _GLUED_UNIT.sub(r"\1 ", _TRAILING_ZEROS.sub(r"\1", text))
+
+
 def money(price: Any, currency: Any = None) -> str:
     """A price as people write it: ("119.99", "USD") → "$119.99"; 0 → "free"; "$35" stays. Cents
     written stay written ("16.00" → "$16.00", as the page shows it beside the data); none are added
