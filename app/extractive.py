@@ -347,34 +347,10 @@ def _timed_on_lead_page(question: str, units: Sequence[Unit], sources: Sequence[
                  and carries(units[i].text, "length_of_time") and own & stems(units[i].text)), None)
 
 
-def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
-           qvec: np.ndarray | None = None, embed: Embed | None = None,
-           passages: Mapping[int, Sequence[PagePassage]] | None = None,
-           max_sources: int = 4, page_url: str = "") -> Selection:
-    """Score every unit of the top sources for this question and choose what to quote.
-    `passages` gives whole pages for some sources (by index), so the sentence that answers is
-    found even when the retrieved chunk of its page was another."""
-    asks = asks_of(question)
-    passages = passages or {}
-    units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
-    if not units:
-        return Selection(quotes=[])
-    # The words that name what the question is about (not "price" or "open", nor "nach", "come").
-    named = {t: w for t, w in weights.items() if t not in _NOT_A_SUBJECT}
-    heaviest = max(named.values(), default=0.0)
-    subject = frozenset(t for t, w in named.items() if w >= 0.5 * heaviest)
-    features = unit_features(question, units, sources, weights, asks, subject, page_url=page_url)
-    similarity = [0.0] * len(units)
-    measured: set[int] = set()
-    if qvec is not None and embed is not None and SEMANTIC_UNITS > 0:
-        base = features @ UNIT_WEIGHTS
-        top = sorted(range(len(units)), key=lambda i: -base[i])[:SEMANTIC_UNITS]
-        vectors = embed([model_text(units[i]) for i in top])
-        for i, vector in zip(top, vectors, strict=True):
-            similarity[i] = float(vector @ qvec)
-        features[:, FEATURES.index("similarity")] = similarity
-        measured.update(top)
-    score = list(features @ UNIT_WEIGHTS)
+def _lead_first(question: str, asks: Asks, units: Sequence[Unit], sources: Sequence[Source],
+                weights: Mapping[str, float], features: np.ndarray, score: Sequence[float]) -> list[int]:
+    """The units ranked to lead the answer: by score, then the rules that put a unit that answers
+    (writes the price asked for, says how, is the whole FAQ answer) before one that only matches."""
     order = sorted(range(len(units)), key=lambda i: -score[i])
 
     def lead_with(i: int) -> None:
@@ -420,17 +396,22 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
                      None)
         if whole is not None and score[order[0]] - score[whole] <= NEIGHBOUR_MARGIN:
             lead_with(whole)
-    if TRACE is not None:
-        TRACE.append(dict(question=question, units=units, score=score, features=features,
-                          sources=list(sources), weights=dict(weights)))
-    lead = order[0]
+    return order
+
+
+def _room_for(units: Sequence[Unit], chosen: Sequence[int], used: int, i: int) -> bool:
+    """Whether unit `i` still fits in an answer that quotes `chosen` in `used` characters."""
+    return len(chosen) < MAX_QUOTES and used + len(units[i].text) <= MAX_ANSWER_CHARS
+
+
+def _read_on(units: list[Unit], score: list[float], index_of: Mapping[tuple[int, int], int], lead: int,
+             chosen: list[int], used: int, weights: Mapping[str, float], subject: frozenset[str]) -> int:
+    """Add to `chosen` the lead's neighbours that read on from it; returns the characters used.
+    A list an introducing sentence brings is appended to `units` (and its score to `score`)."""
     lead_unit = units[lead]
-    chosen = [lead]
-    used = len(lead_unit.text)
-    index_of = {(u.source, u.position): i for i, u in enumerate(units)}
 
     def room_for(i: int) -> bool:
-        return len(chosen) < MAX_QUOTES and used + len(units[i].text) <= MAX_ANSWER_CHARS
+        return _room_for(units, chosen, used, i)
 
     # The lead's own passage: a sentence that introduces what follows (ends with ':') brings it,
     # and neighbours that are nearly as good read on from it.
@@ -472,6 +453,51 @@ def select(question: str, sources: Sequence[Source], weights: Mapping[str, float
             used += len(units[neighbour].text)
         elif step > 0:
             reading_on = False
+    return used
+
+
+def select(question: str, sources: Sequence[Source], weights: Mapping[str, float], *,
+           qvec: np.ndarray | None = None, embed: Embed | None = None,
+           passages: Mapping[int, Sequence[PagePassage]] | None = None,
+           max_sources: int = 4, page_url: str = "") -> Selection:
+    """Score every unit of the top sources for this question and choose what to quote.
+    `passages` gives whole pages for some sources (by index), so the sentence that answers is
+    found even when the retrieved chunk of its page was another."""
+    asks = asks_of(question)
+    passages = passages or {}
+    units = [u for i, s in enumerate(sources[:max_sources]) for u in units_of(s, i, passages.get(i))]
+    if not units:
+        return Selection(quotes=[])
+    # The words that name what the question is about (not "price" or "open", nor "nach", "come").
+    named = {t: w for t, w in weights.items() if t not in _NOT_A_SUBJECT}
+    heaviest = max(named.values(), default=0.0)
+    subject = frozenset(t for t, w in named.items() if w >= 0.5 * heaviest)
+    features = unit_features(question, units, sources, weights, asks, subject, page_url=page_url)
+    similarity = [0.0] * len(units)
+    measured: set[int] = set()
+    if qvec is not None and embed is not None and SEMANTIC_UNITS > 0:
+        base = features @ UNIT_WEIGHTS
+        top = sorted(range(len(units)), key=lambda i: -base[i])[:SEMANTIC_UNITS]
+        vectors = embed([model_text(units[i]) for i in top])
+        for i, vector in zip(top, vectors, strict=True):
+            similarity[i] = float(vector @ qvec)
+        features[:, FEATURES.index("similarity")] = similarity
+        measured.update(top)
+    score = list(features @ UNIT_WEIGHTS)
+    order = _lead_first(question, asks, units, sources, weights, features, score)
+    if TRACE is not None:
+        TRACE.append(dict(question=question, units=units, score=score, features=features,
+                          sources=list(sources), weights=dict(weights)))
+    lead = order[0]
+    lead_unit = units[lead]
+    chosen = [lead]
+    used = len(lead_unit.text)
+    index_of = {(u.source, u.position): i for i, u in enumerate(units)}
+    used = _read_on(units, score, index_of, lead, chosen, used, weights, subject)
+
+    def room_for(i: int) -> bool:
+        return _room_for(units, chosen, used, i)
+
     # "What number do I call to order a cake?": the FAQ's "Order by phone or at the counter" leads,
     # and the number comes with it from the contact page, however far down it scores.
     if asks.own_contact and not any(carries(units[i].text, asks.own_contact) for i in chosen):
