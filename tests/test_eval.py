@@ -161,7 +161,7 @@ def test_golden_files_are_valid_and_bad_lines_are_named(tmp_path: Path):
               for part in ("-calibration", "", "-calibration-standalone", "-standalone")]
     names += [f"turns2/{site}{part}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")
               for part in ("-calibration", "-calibration-standalone")]
-    names += [f"blind7/{site}.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")]
+    names += [f"{group}/{site}.jsonl" for group in ("blind7", "blind8") for site in ("pypug", "fastapi", "demo", "recipes")]
     names += [f"everyday/{site}-calibration.jsonl" for site in ("pypug", "fastapi", "demo", "recipes")]
     for name in names:
         items = ev.load_golden(EVAL / name)
