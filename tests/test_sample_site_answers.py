@@ -175,6 +175,8 @@ def test_sample_site_answers_a_holiday_by_the_date_it_writes(demo_served):
     # The Spanish contact page's retrieved passage was the holiday hours; its table is another.
     ("¿a qué hora abrís entre semana? quería pasar a desayunar un miércoles temprano",
      "De martes a viernes: 7:30 – 17:00"),
+    # Two verbs of one ask: refused as the hours of "y cierran los domingos", a thing never mentioned.
+    ("¿a qué hora abren y cierran los domingos?", "Domingo: 8:00 – 15:00"),
 ])
 def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row):
     """The contact page's hours table has no header row ("Monday | Closed" was read as one) and
@@ -200,6 +202,7 @@ def test_sample_site_answers_a_day_with_its_hours_row(demo_served, question, row
     # "kinda", "just curious" are how a visitor talks, not what the question is about.
     ("what kinda books do you have upstairs? just curious before I visit", "sea stories"),
     ("hasta q hora se puede desayunar?? siempre llego tarde jaja", "11:30"),  # the site writes "desayunos"
+    ("my son is allergic to sesame, which of your breads should he avoid", "seeded rye"),  # "allergens"
 ])
 def test_sample_site_answers_a_visitor_s_everyday_words(demo_served, question, expected):
     """"Coeliac", "lactosa", "pup": the site writes "gluten-free", "leche de avena", "Dogs"; the
@@ -252,6 +255,8 @@ def test_sample_site_says_where_it_is(demo_served, question, lang):
     "how many calories are in the seeded rye?",
     # A menu row gives a price, which answers neither how nor where ("Chai latte: $4.50").
     "How do you make a chai latte at home?", "where is the smoked haddock on the breakfast plate from?",
+    # Half its words are the site's ("pine" of the granola, "car" of the car park), and no passage is close.
+    "How do I get pine sap off my car's paintwork?",
 ])
 def test_sample_site_near_misses_are_refused_honestly(demo_served, question):
     base, tenant, site = demo_served
