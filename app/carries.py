@@ -107,10 +107,15 @@ _PLACE_TEXT = re.compile(
 #: Degrees ("165 ºC", "350°F", "200 grados"), which a number alone is not.
 _TEMPERATURE = re.compile(
     r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
-#: A nutrition figure ("200kcal", "Calories: 158").
+#: A nutrition figure ("200kcal", "Calories: 158", "Protein: 12 g"). Grams alone are not one: "a
+#: 900 g loaf" answered "how many calories are in a slice?"; they are beside a nutrient's name.
 _NUTRITION = re.compile(
-    r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj|mg|g)\b"
-    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|protein|carbohydrates?)\b[^.\n]{0,24}\d", re.I)
+    r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj)\b"
+    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|sodio|natrium|protein\w*|prote[ií]nas?|eiwei(?:ß|ss)"
+    r"|carbohydrates?|carbs|hidratos|kohlenhydrate|glucides|fat|grasas?|fett|lipides|sugars?|az[uú]car(?:es)?"
+    r"|zucker|sucres?|fib(?:re|er)|fibra|ballaststoffe|cholesterol|colesterol|saturated)\b[^.\n;]{0,24}\d"
+    r"|\d[\d.,]*\s*m?g\s+(?:of\s+|de\s+)?(?:protein|prote[ií]nas?|fat|grasas?|carbs|carbohydrates?|hidratos|sugars?"
+    r"|az[uú]car|fib(?:re|er)|fibra|sodium|sodio|eiwei(?:ß|ss)|fett|kohlenhydrate|zucker)\b", re.I)
 #: A count, in figures or in words ("up to eight people").
 _COUNT = re.compile(
     rf"\d|\b(?:{HOUR_WORDS}|twenty|thirty|forty|fifty|hundred|"

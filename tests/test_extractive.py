@@ -430,6 +430,11 @@ def test_a_question_for_a_time_a_price_a_temperature_a_count_or_a_length_of_time
     assert not carries("as many as you like", "count")
     assert carries("Per serving: 920 kcal, 38 g protein", "nutrition")
     assert not carries("Cardamom bun: $4.25", "nutrition")
+    # Grams are a nutrition figure beside a nutrient, not a loaf's weight ("how many calories are
+    # in a slice?" had been answered with "A 900 g naturally leavened loaf…").
+    assert not carries("A 900 g naturally leavened loaf with a 36-hour cold ferment.", "nutrition")
+    assert not carries("Ingredients: 225 g smoked tofu; 300 g Tenderstem", "nutrition")
+    assert carries("Protein: 12 g; Fat: 3g", "nutrition") and carries("4 g de proteínas", "nutrition")
     for text in ("Tuesday to Friday: 7:30 am – 5:00 pm", "Monday: Closed", "served from noon", "we meet at 10 sharp",
                  "De martes a viernes: 7:30 – 17:00", "a las 8 en punto", "sale del horno a las siete de la mañana"):
         assert carries(text, "clock"), text

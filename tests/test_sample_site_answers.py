@@ -253,6 +253,8 @@ def test_sample_site_says_where_it_is(demo_served, question, lang):
     "Do you have a Christmas menu?",
     # No page gives a nutrition figure: the bun's price answered it ("the passages give no nutrition figure").
     "how many calories are in the seeded rye?",
+    # Nor "A 900 g naturally leavened loaf…": grams are a nutrition figure only beside a nutrient.
+    "How many calories are in a slice of the sea salt sourdough?",
     # A menu row gives a price, which answers neither how nor where ("Chai latte: $4.50").
     "How do you make a chai latte at home?", "where is the smoked haddock on the breakfast plate from?",
     # Half its words are the site's ("pine" of the granola, "car" of the car park), and no passage is close.
