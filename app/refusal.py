@@ -44,8 +44,8 @@ question that shares a word or two with the site ("how do I get pine sap off my 
 on a bakery with a car park and a pine-honey granola; "what causes spring tides and neap tides?" on
 one that sells a tide guide) finds a passage that uses them, but not one close to it. Only in the
 embedder's own languages: "Wie lange müssen Moms selbstgemachte Erdbeer-Preserves köcheln?" is far
-from the English recipe that answers it. On the calibration sets: 5 more of 232 unanswerable
-questions refused, 1 of 697 answerable ("my son is allergic to sesame, which of your breads should
+from the English recipe that answers it. On the calibration sets: 5 more of 434 unanswerable
+questions refused, 1 of 721 answerable ("my son is allergic to sesame, which of your breads should
 he avoid", at 0.41 with "allergic" and "avoid" unknown; docs/eval.md, the twenty-fourth session)."""
 
 
