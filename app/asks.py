@@ -349,6 +349,12 @@ _ASKS_VERSION = re.compile(
     r"|\b(?:minimum|oldest|earliest|lowest)\s+(?:[\w.-]+\s+)?(?:version|release)\b|\bsince\s+which\b"
     r"|\b(?:desde\s+)?qu[eé]\s+versi[oó]n\b|\bversi[oó]n\s+m[ií]nima\b|\b(?:ab\s+)?welche[rnms]?\s+version\b"
     r"|\bmindestversion\b|\bquelle\s+version\b", re.I)
+#: How long something keeps ("how long will the leftovers keep?", "do they freeze ok, and for how
+#: long?", "¿cuánto aguanta en la nevera?", "wie lange ist es haltbar?"): a keeping time answers it.
+_ASKS_KEEPING = re.compile(
+    r"\b(?:keeps?|last|lasts|stored?|stay\s+(?:fresh|good)|(?:be\s+)?good\s+for|freeze|freezer|fridge|"
+    r"refrigerat\w*|leftovers?|shelf[\s-]life|conserva\w*|aguanta\w*|dura|duran|congel\w*|nevera|frigor[ií]fico|"
+    r"haltbar\w*|h[äa]lt|k[üu]hlschrank|gefrier\w*|einfrieren|garder|conserver|cong[ée]lateur|frigo|h[åa]ller)\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
 #: a time of day, a price, a nutrition figure, a temperature, a count, a version, a length of time,
 #: a size, a recipe's yield, a year.
@@ -379,7 +385,11 @@ def must_carry(question: str) -> tuple[tuple[str, str], ...]:
         # temperature (the rest may follow); of the general kinds, the most particular: "how many
         # days…?" a length of time, not any count.
         specific = tuple(pair for pair in asked if pair[0] not in _GENERAL_KINDS)
-        return specific or (min(asked, key=lambda pair: _GENERAL_KINDS.index(pair[0])),)
+        asked = specific or (min(asked, key=lambda pair: _GENERAL_KINDS.index(pair[0])),)
+    if _ASKS_KEEPING.search(question):
+        # How long food keeps is hours or longer: "process 1 minute" is a step's time.
+        asked = tuple(("keeping_time", name) if carried == "length_of_time" else (carried, name)
+                      for carried, name in asked)
     return asked
 
 

@@ -107,6 +107,18 @@ _PLACE_TEXT = re.compile(
 #: Degrees ("165 ºC", "350°F", "200 grados"), which a number alone is not.
 _TEMPERATURE = re.compile(
     r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
+#: Units shorter than a food keeps for: "process 1 minute", "bake 25 minutes" are a step's time.
+_SHORT_UNIT = re.compile(
+    r"\b(?:\d+\s*)?(?:min(?:ute)?s?|secs?|seconds?|minutos?|segundos?|minuten?|sekunden?|minuter)\b", re.I)
+
+
+def _keeping_time(text: str) -> bool:
+    """A length of time food keeps for: hours or longer ("3 to 4 days", "up to 3 months", "24 hours",
+    "overnight"), not minutes."""
+    return any(not _SHORT_UNIT.search(found.group(0))
+               for pattern in (_DURATION, _DURATION_WORDS) for found in pattern.finditer(text))
+
+
 #: A nutrition figure ("200kcal", "Calories: 158", "Protein: 12 g"). Grams alone are not one: "a
 #: 900 g loaf" answered "how many calories are in a slice?"; they are beside a nutrient's name.
 _NUTRITION = re.compile(
@@ -157,6 +169,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # distance how long a walk is.
     "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
                                         or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),
+    "keeping_time": lambda text: _keeping_time(text),
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
     "phone": lambda text: bool(_PHONE.search(text)),

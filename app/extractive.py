@@ -332,19 +332,20 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
 
 
 def _timed_on_lead_page(question: str, units: Sequence[Unit], sources: Sequence[Source], order: Sequence[int],
-                        weights: Mapping[str, float]) -> int | None:
+                        weights: Mapping[str, float], kind: str = "length_of_time") -> int | None:
     """For a question that asks how long, when the lead writes no length of time: the best unit of the
     lead's page that writes one and uses a word of the question besides the page's subject and the
     asking words ("This soup should freeze nicely for 3 to 4 months" for "will it survive in the
     freezer and for how long?"). Not the page's cooking times, nor "blend for five minutes" for "how
-    many days does the salmorejo keep in the fridge?" (a word of the title is not enough)."""
+    many days does the salmorejo keep in the fridge?" (a word of the title is not enough). `kind`:
+    "keeping_time" for how long something keeps (`must_carry`)."""
     lead = units[order[0]]
-    if carries(lead.text, "length_of_time"):
+    if carries(lead.text, kind):
         return None
     besides = stems(sources[lead.source].title) | _ask_stems(question) | _NOT_A_SUBJECT
     own = {term for term in weights if term not in besides}
     return next((i for i in order[1:] if units[i].source == lead.source
-                 and carries(units[i].text, "length_of_time") and own & stems(units[i].text)), None)
+                 and carries(units[i].text, kind) and own & stems(units[i].text)), None)
 
 
 def _lead_first(question: str, asks: Asks, units: Sequence[Unit], sources: Sequence[Source],
@@ -372,8 +373,9 @@ def _lead_first(question: str, asks: Asks, units: Sequence[Unit], sources: Seque
         if answering is not None and (same_page or score[order[0]] - score[answering] <= REQUIRED_MARGIN):
             lead_with(answering)
     # "How long will the soup keep in the freezer?": the length of time on the lead's own page.
-    elif (any(kind == "length_of_time" for kind, _ in must_carry(question))
-          and (timed := _timed_on_lead_page(question, units, sources, order, weights)) is not None
+    elif ((timed_kind := next((kind for kind, _ in must_carry(question) if kind in ("length_of_time", "keeping_time")),
+                              None)) is not None
+          and (timed := _timed_on_lead_page(question, units, sources, order, weights, timed_kind)) is not None
           and score[order[0]] - score[timed] <= REQUIRED_MARGIN):
         lead_with(timed)
     # A how-do-I answer leads with the sentence that says how ("Using @lru_cache lets you avoid reading

@@ -22,6 +22,25 @@ def test_how_hot_a_sauce_is_asks_for_its_heat_not_degrees():
     assert must_carry("how hot should the oven be for the chili?") == (("temperature", "temperature"),)
 
 
+def test_how_long_something_keeps_asks_for_hours_or_longer():
+    """"Do the muffins freeze ok, and how long do they last on the counter?" had been answered with
+    "process 1 minute"; a keeping time is hours or longer. A cooking time stays a length of time."""
+    from app.asks import must_carry
+    from app.carries import carries
+
+    keeping = (("keeping_time", "length of time"),)
+    assert must_carry("do the pumpkin oat muffins freeze ok, and how long do they last on the counter") == keeping
+    assert must_carry("How long will the leftovers keep in the fridge?") == keeping
+    cooking = (("length_of_time", "length of time"),)
+    assert must_carry("how long does it bake?") == cooking
+    assert must_carry("how long do I cook it if the chicken is still frozen?") == cooking
+    assert carries("Store in the fridge for up to 3 days.", "keeping_time")
+    assert carries("Keeps three days in a bread bag.", "keeping_time")
+    assert carries("Best within 24 hours", "keeping_time")
+    assert not carries("In a blender add oats and process 1 minute.", "keeping_time")
+    assert not carries("Bake for 25 minutes, then cool.", "keeping_time")
+
+
 @pytest.mark.parametrize("question, where", [
     ("Where are you located?", True), ("What's your address?", True), ("Where can I find you?", True),
     ("where is the bakery", True), ("How do I get to your shop?", True), ("¿Dónde estáis?", True),
