@@ -425,6 +425,23 @@ def test_recipe_site_questions_in_everyday_phrasing_stay_above_their_floors(reci
 
 
 @pytest.mark.slow
+def test_recipe_site_asked_how_long_food_keeps_wants_hours_or_longer(recipes_ctx):
+    """"How long do they last on the counter?" had been answered with "process 1 minute", a step of
+    the muffins' method; how long to cook something is still answered with its minutes."""
+    from app.answer import Answerer
+    from app.cache import AnswerCache
+    from app.metrics import Metrics
+
+    tenant = recipes_ctx.tenant("recipes")
+    answerer = Answerer(recipes_ctx, None, AnswerCache(8), Metrics())
+    keeps = answerer.retrieve(tenant, "do the pumpkin oat muffins freeze ok, and how long do they last on the counter",
+                              None, "en", None)
+    assert not keeps.answered and keeps.refused == "the passages give no length of time"
+    cooks = answerer.retrieve(tenant, "How long do I pressure cook the chicken tortilla soup?", None, "en", None)
+    assert cooks.answered and "8 minutes" in cooks.quotes[0][1]
+
+
+@pytest.mark.slow
 def test_recipe_site_near_misses_beside_answerable_questions_stay_above_their_floors(recipes_ctx):
     """A near miss about the same recipe as an answerable question ("how many days will the leftover
     soup keep in the fridge?" where the page gives none), beside that question."""
