@@ -351,11 +351,12 @@ _ASKS_VERSION = re.compile(
     r"|\bmindestversion\b|\bquelle\s+version\b", re.I)
 #: How long something keeps ("how long will the leftovers keep?", "do they freeze ok, and for how
 #: long?", "¿cuánto aguanta en la nevera?", "wie lange ist es haltbar?"): a keeping time answers it.
-#: Not "last" or "dura": a walk or a workshop lasts too ("9:00 to 12:00", "3 km").
+#: Not "last" or "dura": a walk or a workshop lasts too ("9:00 to 12:00", "3 km"); nor the fridge
+#: alone, where a dough may rest for "30 minutes" (the freezer is where food is kept).
 _ASKS_KEEPING = re.compile(
-    r"\b(?:keeps?|stored?|stay\s+(?:fresh|good)|(?:be\s+)?good\s+for|freeze|freezer|fridge|"
-    r"refrigerat\w*|leftovers?|shelf[\s-]life|conserva\w*|aguanta\w*|congel\w*|nevera|frigor[ií]fico|"
-    r"haltbar\w*|h[äa]lt|k[üu]hlschrank|gefrier\w*|einfrieren|garder|conserver|cong[ée]lateur|frigo|h[åa]ller)\b", re.I)
+    r"\b(?:keeps?|stored?|stay\s+(?:fresh|good)|(?:be\s+)?good\s+for|freeze|freezer|leftovers?|shelf[\s-]life|"
+    r"conserva\w*|aguanta\w*|congelar\w*|congela|congelan|haltbar\w*|h[äa]lt|einfrieren|garder|conserver|"
+    r"congeler|h[åa]ller)\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
 #: a time of day, a price, a nutrition figure, a temperature, a count, a version, a length of time,
 #: a size, a recipe's yield, a year.

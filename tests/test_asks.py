@@ -34,9 +34,10 @@ def test_how_long_something_keeps_asks_for_hours_or_longer():
     cooking = (("length_of_time", "length of time"),)
     assert must_carry("how long does it bake?") == cooking
     assert must_carry("how long do I cook it if the chicken is still frozen?") == cooking
-    # A walk lasts too, and "3 km" or "16:00 to 18:00" says how long.
+    # A walk lasts too, and "3 km" or "16:00 to 18:00" says how long; a dough rests in the fridge for minutes.
     assert must_carry("How long does the lantern walk last?") == cooking
     assert must_carry("¿Cuánto tiempo dura el taller?") == cooking
+    assert must_carry("how long does the dough rest in the fridge?") == cooking
     assert carries("Store in the fridge for up to 3 days.", "keeping_time")
     assert carries("Keeps three days in a bread bag.", "keeping_time")
     assert carries("Best within 24 hours", "keeping_time")
