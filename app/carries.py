@@ -41,10 +41,12 @@ _CLOCK = re.compile(
     rf"|\b(?:at|a\s+las|um|à)\s+(?:\d{{1,2}}|{HOUR_WORDS}|{HOUR_WORDS_ES})\b", re.I)
 #: The units a length of time is counted in (en, es, de, fr, sv), for the patterns here and in
 #: app/asks.py.
-TIME_UNITS = (r"(?:min(?:ute)?s?|hrs?|hours?|days?|nights?|weeks?|months?|years?|secs?|seconds?|"
-              r"minutos?|horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
-              r"minuten?|stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
-              r"heures?|jours?|semaines?|mois|ans?|minuter|timmar|timme|dagar|veckor)")
+#: The units shorter than an hour: a step's time, never how long food keeps (`_keeping_time`).
+_SHORT_TIME_UNITS = r"min(?:ute)?s?|secs?|seconds?|minutos?|minuten?|minuter"
+TIME_UNITS = (rf"(?:{_SHORT_TIME_UNITS}|hrs?|hours?|days?|nights?|weeks?|months?|years?|"
+              r"horas?|d[ií]as?|semanas?|mes(?:es)?|años?|"
+              r"stunden?|tage?n?|wochen?|monate?n?|jahre?n?|"
+              r"heures?|jours?|semaines?|mois|ans?|timmar|timme|dagar|veckor)")
 #: A length of time ("8 minutes", "3 to 4 months", "48 Stunden"), which a number alone is not.
 _DURATION = re.compile(rf"\d\s*{TIME_UNITS}\b", re.I)
 #: A length of time in words, or as code writes one ("a week", "overnight", "dos semanas",
@@ -107,9 +109,8 @@ _PLACE_TEXT = re.compile(
 #: Degrees ("165 ºC", "350°F", "200 grados"), which a number alone is not.
 _TEMPERATURE = re.compile(
     r"\d\s*(?:°|º|˚|o(?=[CF]\b))|\d\s*(?:degrees?|grados|grader|grad|degr[eé]s)\b|\b\d{2,3}\s?[FC]\b", re.I)
-#: Units shorter than a food keeps for: "process 1 minute", "bake 25 minutes" are a step's time.
-_SHORT_UNIT = re.compile(
-    r"\b(?:\d+\s*)?(?:min(?:ute)?s?|secs?|seconds?|minutos?|segundos?|minuten?|sekunden?|minuter)\b", re.I)
+#: A length of time in units shorter than food keeps for: "process 1 minute", "bake 25 minutes".
+_SHORT_UNIT = re.compile(rf"\b(?:{_SHORT_TIME_UNITS})\b", re.I)
 
 
 def _keeping_time(text: str) -> bool:
@@ -121,13 +122,13 @@ def _keeping_time(text: str) -> bool:
 
 #: A nutrition figure ("200kcal", "Calories: 158", "Protein: 12 g"). Grams alone are not one: "a
 #: 900 g loaf" answered "how many calories are in a slice?"; they are beside a nutrient's name.
+_NUTRIENT = (r"(?:sodium|sodio|natrium|protein\w*|prote[ií]nas?|eiwei(?:ß|ss)|carbohydrates?|carbs|hidratos"
+             r"|kohlenhydrate|glucides|fat|grasas?|fett|lipides|sugars?|az[uú]car(?:es)?|zucker|sucres?"
+             r"|fib(?:re|er)|fibra|ballaststoffe|cholesterol|colesterol|saturated)")
 _NUTRITION = re.compile(
     r"\d[\d.,]*\s*(?:kcal|k?cal(?:ories)?|calor[ií]as|kalorien|kalorier|kj)\b"
-    r"|\b(?:calories|calorías|kalorien|kalorier|sodium|sodio|natrium|protein\w*|prote[ií]nas?|eiwei(?:ß|ss)"
-    r"|carbohydrates?|carbs|hidratos|kohlenhydrate|glucides|fat|grasas?|fett|lipides|sugars?|az[uú]car(?:es)?"
-    r"|zucker|sucres?|fib(?:re|er)|fibra|ballaststoffe|cholesterol|colesterol|saturated)\b[^.\n;]{0,24}\d"
-    r"|\d[\d.,]*\s*m?g\s+(?:of\s+|de\s+)?(?:protein|prote[ií]nas?|fat|grasas?|carbs|carbohydrates?|hidratos|sugars?"
-    r"|az[uú]car|fib(?:re|er)|fibra|sodium|sodio|eiwei(?:ß|ss)|fett|kohlenhydrate|zucker)\b", re.I)
+    rf"|\b(?:calories|calorías|kalorien|kalorier|{_NUTRIENT})\b[^.\n;]{{0,24}}\d"
+    rf"|\d[\d.,]*\s*m?g\s+(?:of\s+|de\s+)?{_NUTRIENT}\b", re.I)
 #: A count, in figures or in words ("up to eight people").
 _COUNT = re.compile(
     rf"\d|\b(?:{HOUR_WORDS}|twenty|thirty|forty|fifty|hundred|"
@@ -169,7 +170,7 @@ _CARRIED: dict[str, Callable[[str], bool]] = {
     # distance how long a walk is.
     "length_of_time": lambda text: bool(_DURATION.search(text) or _DURATION_WORDS.search(text)
                                         or _DISTANCE.search(text) or len(_TIME.findall(text)) >= 2),
-    "keeping_time": lambda text: _keeping_time(text),
+    "keeping_time": _keeping_time,
     "temperature": lambda text: bool(_TEMPERATURE.search(text)),
     "contact": lambda text: bool(_PHONE.search(text) or _EMAIL.search(text)),
     "phone": lambda text: bool(_PHONE.search(text)),
