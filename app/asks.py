@@ -355,7 +355,7 @@ _ASKS_VERSION = re.compile(
 #: alone, where a dough may rest for "30 minutes" (the freezer is where food is kept).
 _ASKS_KEEPING = re.compile(
     r"\b(?:keeps?|stored?|stay\s+(?:fresh|good)|(?:be\s+)?good\s+for|freeze|freezer|leftovers?|shelf[\s-]life|"
-    r"conserva\w*|aguanta\w*|congelar\w*|congela|congelan|haltbar\w*|h[äa]lt|einfrieren|garder|conserver|"
+    r"conserva\w*|aguanta\w*|congel(?:ar\w*|a|an)|haltbar\w*|h[äa]lt|einfrieren|garder|conserver|"
     r"congeler|h[åa]ller)\b", re.I)
 #: What a question asks for that an answer must write, and the name of it for a refusal's reason:
 #: a time of day, a price, a nutrition figure, a temperature, a count, a version, a length of time,

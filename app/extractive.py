@@ -332,13 +332,13 @@ def unit_features(question: str, units: Sequence[Unit], sources: Sequence[Source
 
 
 def _timed_on_lead_page(question: str, units: Sequence[Unit], sources: Sequence[Source], order: Sequence[int],
-                        weights: Mapping[str, float], kind: str = "length_of_time") -> int | None:
+                        weights: Mapping[str, float], kind: str) -> int | None:
     """For a question that asks how long, when the lead writes no length of time: the best unit of the
     lead's page that writes one and uses a word of the question besides the page's subject and the
     asking words ("This soup should freeze nicely for 3 to 4 months" for "will it survive in the
     freezer and for how long?"). Not the page's cooking times, nor "blend for five minutes" for "how
     many days does the salmorejo keep in the fridge?" (a word of the title is not enough). `kind`:
-    "keeping_time" for how long something keeps (`must_carry`)."""
+    "length_of_time", or "keeping_time" for how long something keeps (`must_carry`)."""
     lead = units[order[0]]
     if carries(lead.text, kind):
         return None
